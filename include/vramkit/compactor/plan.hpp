@@ -1,0 +1,65 @@
+#pragma once
+// Compaction planning: pure host code. Given the live blocks of each segment in address order and
+// which of them may move, produce moves for one of four goals: full compaction, a hole of N bytes
+// moving as few bytes as possible, a byte budget, or emptying trailing segments.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <gsl/span>
+
+namespace vramkit::compactor {
+
+/// One live (allocated) block as the planner sees it.
+struct LiveBlock {
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;      ///< Multiple of the segment's granularity.
+  std::uint64_t alignment = 0;  ///< A new offset must be a multiple of this (power of two).
+  bool movable = true;          ///< False for pinned blocks and arenas: fixed obstacles.
+  std::uint32_t tag = 0;        ///< The owner's id (the pool's slot index), copied into moves.
+};
+
+/// One segment: a contiguous range [0, capacity) of a device region. Invariant: blocks sorted by
+/// offset, disjoint, inside [0, capacity).
+struct SegmentLayout {
+  std::uint32_t segment = 0;
+  std::uint64_t capacity = 0;
+  std::uint64_t granularity = 256;
+  gsl::span<const LiveBlock> blocks;
+};
+
+/// Moving one block. Offsets are within their segments.
+struct Move {
+  std::uint32_t tag = 0;
+  std::uint32_t from_segment = 0;
+  std::uint64_t from_offset = 0;
+  std::uint32_t to_segment = 0;
+  std::uint64_t to_offset = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// Full compaction of one segment: movable blocks slide down in address order; pinned blocks stay
+/// and the gap before each is filled with later blocks that fit. A prefix of the result is itself a
+/// valid plan, which is how max_bytes_moved (incremental compaction) is honoured: moves are taken in
+/// order until the next would pass the budget. Cost: O(n x pinned blocks).
+std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved = UINT64_MAX);
+
+/// A hole of at least `bytes` at an offset aligned to `alignment`, in any segment, made by moving
+/// as few bytes as possible: the window with the fewest movable live bytes and no fixed block, its
+/// blocks moved into holes outside it (best fit, largest first). nullopt when no such plan within
+/// max_bytes_moved exists. Cost: O(n log n).
+struct HolePlan {
+  std::uint32_t segment = 0;
+  std::uint64_t offset = 0;  ///< Where the hole will be.
+  std::vector<Move> moves;
+};
+std::optional<HolePlan> plan_hole(gsl::span<const SegmentLayout> segments, std::uint64_t bytes,
+                                  std::uint64_t alignment, std::uint64_t max_bytes_moved = UINT64_MAX);
+
+/// Moves every block out of `segments[victim]` into free space of the other segments (best fit,
+/// largest first). nullopt if any block is fixed or the rest does not fit. Cost: O(n log n).
+std::optional<std::vector<Move>> plan_evacuation(gsl::span<const SegmentLayout> segments, std::size_t victim);
+
+std::uint64_t bytes_moved(gsl::span<const Move> moves);
+
+}  // namespace vramkit::compactor

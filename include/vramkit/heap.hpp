@@ -1,0 +1,160 @@
+#pragma once
+// Heap: host-side bookkeeping of one contiguous offset range [0, capacity).
+//
+// TLSF (two-level segregated fit): free blocks sit in size classes indexed by two bitmaps, so
+// allocate and free are O(1); a freed block merges with free neighbours at once; blocks also form
+// one address-ordered list, so the compactor can walk them. No memory is touched: the heap serves a
+// real pool, a simulated one and trace replay alike.
+//
+// Invariants (check_invariants() verifies every one; tests call it):
+//  - the blocks tile [0, capacity) in address order, with no gap and no overlap;
+//  - every offset and size is a multiple of the granularity;
+//  - no two free blocks are neighbours (immediate coalescing);
+//  - a free block is in exactly the free list of its size class, and that class's bits are set;
+//  - free_bytes, free_ranges and the sum of squared free sizes equal what the block list gives.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <gsl/span>
+
+namespace vramkit {
+
+/// Identifies one block of one heap. Stable while the block exists; reused after it is freed.
+using BlockId = std::uint32_t;
+inline constexpr BlockId no_block = 0xFFFFFFFFu;
+
+/// One block as the address-ordered walk shows it.
+struct HeapBlock {
+  BlockId id;
+  std::uint64_t offset;
+  std::uint64_t bytes;
+  bool free;
+  std::uint32_t tag;  ///< The owner's tag of an allocated block (the pool stores a slot index).
+};
+
+/// A block placed by allocate() or allocate_at().
+struct HeapAllocation {
+  BlockId block;
+  std::uint64_t offset;
+  std::uint64_t bytes;  ///< The size rounded up to the granularity.
+};
+
+/// Where an allocated block should be when a heap is rebuilt after compaction.
+struct HeapPlacement {
+  std::uint64_t offset;
+  std::uint64_t bytes;
+  std::uint32_t tag;
+};
+
+/// Exact statistics, each kept up to date in O(1) per operation.
+struct HeapStatistics {
+  std::uint64_t capacity = 0;
+  std::uint64_t free_bytes = 0;
+  std::uint64_t used_bytes = 0;
+  std::uint64_t largest_free_block = 0;
+  std::uint64_t free_ranges = 0;
+  std::uint64_t allocated_blocks = 0;
+  double sum_of_squared_free = 0;  ///< Sum over free ranges of bytes^2 (for the sqrt metric).
+};
+
+class Heap {
+ public:
+  /// capacity and granularity in bytes; granularity is a power of two and divides capacity.
+  /// Throws invalid_argument otherwise, or for a capacity of 0.
+  explicit Heap(std::uint64_t capacity, std::uint64_t granularity = 256);
+
+  /// Places a block of at least `bytes` (rounded up to the granularity) at an offset that is a
+  /// multiple of `alignment` (a power of two; at least the granularity is used). Returns nullopt
+  /// when no free block can hold it. Good fit in O(1); when the rounded-up size class is empty it
+  /// scans the one class that may still hold a fitting block, so it fails only when nothing fits.
+  std::optional<HeapAllocation> allocate(std::uint64_t bytes, std::uint64_t alignment, std::uint32_t tag);
+
+  /// Claims exactly [offset, offset + bytes) if it lies inside one free block, else nullopt.
+  /// O(n): it walks to the containing block. For tools and tests, not the allocation path.
+  std::optional<HeapAllocation> allocate_at(std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag);
+
+  /// Frees an allocated block and merges it with free neighbours. O(1).
+  void free(BlockId block);
+
+  /// Replaces every block: the given allocations (sorted by offset, disjoint, granular) and free
+  /// space between them. Returns their new ids in the same order. O(n).
+  std::vector<BlockId> rebuild(gsl::span<const HeapPlacement> placements);
+
+  const HeapBlock block(BlockId id) const;
+  void set_tag(BlockId id, std::uint32_t tag);
+
+  /// Visits every block in address order. O(n).
+  template <class Visitor>
+  void for_each_block(Visitor&& visit) const {
+    for (BlockId id = first_; id != no_block; id = nodes_[id].next_physical) visit(block(id));
+  }
+
+  /// The block that follows / precedes `id` in address order, or no_block.
+  BlockId next(BlockId id) const { return nodes_[id].next_physical; }
+  BlockId previous(BlockId id) const { return nodes_[id].previous_physical; }
+  BlockId first() const { return first_; }
+
+  HeapStatistics statistics() const;
+  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t granularity() const { return granularity_; }
+  std::uint64_t free_bytes() const { return free_bytes_; }
+  std::uint64_t free_ranges() const { return free_ranges_; }
+  /// The largest free block. O(1) when cached; after a change to the top size class it rescans
+  /// that one class (its blocks differ in size by at most 1/32).
+  std::uint64_t largest_free_block() const;
+  /// The largest request (bytes) that allocate() could serve with the given alignment now.
+  std::uint64_t largest_allocatable(std::uint64_t alignment) const;
+
+  /// Verifies every invariant listed above; throws std::logic_error naming the first broken one.
+  void check_invariants() const;
+
+ private:
+  static constexpr unsigned second_level_log2 = 5;
+  static constexpr unsigned second_level_count = 1u << second_level_log2;
+  static constexpr unsigned first_level_count = 64;
+
+  struct Node {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+    BlockId previous_physical = no_block;
+    BlockId next_physical = no_block;
+    BlockId previous_free = no_block;
+    BlockId next_free = no_block;
+    std::uint32_t tag = 0;
+    bool free = false;
+    bool in_use = false;  ///< The node describes a block (not on the spare-node list).
+  };
+  struct SizeClass {
+    unsigned first;
+    unsigned second;
+  };
+
+  SizeClass class_of(std::uint64_t units) const;
+  std::optional<SizeClass> find_class_at_least(SizeClass start) const;
+  BlockId new_node();
+  void release_node(BlockId id);
+  void insert_free(BlockId id);
+  void remove_free(BlockId id);
+  void account_free(std::uint64_t bytes, int sign);
+  HeapAllocation take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag);
+  std::optional<std::uint64_t> fit_offset(const Node& node, std::uint64_t bytes, std::uint64_t alignment) const;
+
+  std::uint64_t capacity_;
+  std::uint64_t granularity_;
+  unsigned granularity_log2_;
+  std::vector<Node> nodes_;
+  std::vector<BlockId> spare_nodes_;
+  BlockId first_ = no_block;
+  std::uint64_t first_level_bitmap_ = 0;
+  std::uint32_t second_level_bitmap_[first_level_count] = {};
+  BlockId free_heads_[first_level_count][second_level_count];
+  std::uint64_t free_bytes_ = 0;
+  std::uint64_t free_ranges_ = 0;
+  std::uint64_t allocated_blocks_ = 0;
+  __extension__ unsigned __int128 sum_of_squared_free_ = 0;
+  mutable std::uint64_t largest_free_cache_ = 0;
+  mutable bool largest_free_valid_ = false;
+};
+
+}  // namespace vramkit

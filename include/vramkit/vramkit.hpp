@@ -1,0 +1,5 @@
+#pragma once
+// The umbrella header: includes every public header and nothing else.
+#include <vramkit/errors.hpp>
+#include <vramkit/heap.hpp>
+#include <vramkit/units.hpp>
