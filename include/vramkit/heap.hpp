@@ -152,7 +152,8 @@ class Heap {
   std::uint64_t free_bytes_ = 0;
   std::uint64_t free_ranges_ = 0;
   std::uint64_t allocated_blocks_ = 0;
-  __extension__ unsigned __int128 sum_of_squared_free_ = 0;
+  __extension__ typedef unsigned __int128 uint128;  // exact sum of squares (sizes reach 2^40+)
+  uint128 sum_of_squared_free_ = 0;
   mutable std::uint64_t largest_free_cache_ = 0;
   mutable bool largest_free_valid_ = false;
 };

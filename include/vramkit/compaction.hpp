@@ -1,0 +1,35 @@
+#pragma once
+// Compaction options and report: plain structs in, plain structs out (as VMA's defragmentation).
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+namespace vramkit {
+
+enum class CompactGoal {
+  full,  ///< Slide every movable block down; free space becomes one range per segment (less pins).
+  hole,  ///< Make one free block of hole_bytes, moving as few bytes as possible.
+};
+
+struct CompactOptions {
+  CompactGoal goal = CompactGoal::full;
+  std::uint64_t hole_bytes = 0;       ///< For CompactGoal::hole.
+  std::uint64_t hole_alignment = 256;
+  std::uint64_t max_bytes_moved = std::numeric_limits<std::uint64_t>::max();  ///< Incremental budget.
+  bool release_empty_segments = true;  ///< Empty trailing segments (evacuating them) and give them back.
+};
+
+struct CompactionReport {
+  std::uint64_t blocks_moved = 0;
+  std::uint64_t bytes_moved = 0;
+  std::uint64_t segments_released = 0;
+  std::uint64_t bytes_released = 0;
+  double fragmentation_before = 0;
+  double fragmentation_after = 0;
+  std::uint64_t largest_free_before = 0;
+  std::uint64_t largest_free_after = 0;
+  bool goal_met = true;  ///< For a hole: whether one was made.
+  std::chrono::duration<double> seconds{0};
+};
+
+}  // namespace vramkit

@@ -1,0 +1,104 @@
+#pragma once
+// Device: the only layer that touches memory. It obtains and releases regions, copies between host
+// and device, fills, runs a compaction's chunk plan, orders work after stream uses, and reports free
+// memory. Three implementations: CUDA (cudaMalloc, streams, events, the move kernel), host
+// (simulated device memory in host RAM, with optional fault injection) and virtual (no memory at
+// all: addresses without bytes, for trace replay and planning). Everything above is identical.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vramkit/compactor/chunk_plan.hpp>
+
+struct CUstream_st;
+
+namespace vramkit {
+
+/// A CUDA stream (the same type as cudaStream_t). nullptr is the default stream.
+using Stream = CUstream_st*;
+
+enum class DeviceKind { cuda, host, virtual_memory };
+const char* to_string(DeviceKind kind);
+
+/// A contiguous device allocation. address is the device address as an integer.
+struct Region {
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct DeviceMemoryInfo {
+  std::uint64_t free_bytes = 0;
+  std::uint64_t total_bytes = 0;
+};
+
+/// An event recorded where a stream's use of a buffer ends (at a pin released on a stream).
+using UseToken = std::uint64_t;
+
+/// What a chunk plan's execution achieved: all moves, or (after a device error) the moves whose
+/// every chunk was written. A move not listed as complete has not written anything that another
+/// live block still needed.
+struct ExecutionResult {
+  bool complete = true;
+  std::vector<std::uint8_t> move_completed;  ///< One entry per move, when !complete.
+  std::string error;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const noexcept = 0;
+  /// "NVIDIA H200 (CUDA device 0)", "host (simulated device memory)", ...
+  virtual std::string name() const = 0;
+
+  /// A new region of exactly `bytes`. Throws out_of_memory when the device has too little, or
+  /// device_error for any other failure.
+  virtual Region obtain(std::uint64_t bytes) = 0;
+  virtual void release(Region region) noexcept = 0;
+
+  /// Synchronous copies: when they return, the bytes are in place. Ordered after earlier work on
+  /// `stream`.
+  virtual void copy_from_host(std::uint64_t destination, const void* source, std::uint64_t bytes,
+                              Stream stream) = 0;
+  virtual void copy_to_host(void* destination, std::uint64_t source, std::uint64_t bytes, Stream stream) = 0;
+  virtual void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) = 0;
+  /// Compares `bytes` bytes at `address` with `value`; returns the offset of the first that differs,
+  /// or `bytes` when all match. Used for guard margins.
+  virtual std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) = 0;
+
+  /// Runs every chunk of the plan (phases in order) after all work that order_after() named, and
+  /// returns once the moved bytes are in place.
+  virtual ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) = 0;
+
+  /// Records where the work queued so far on `stream` ends.
+  virtual UseToken record_use_end(Stream stream) = 0;
+  /// Makes the next execute() wait (on the device) for the token's work.
+  virtual void order_after(UseToken token) = 0;
+  /// Blocks the host until the token's work has finished.
+  virtual void host_wait(UseToken token) = 0;
+  virtual bool use_ended(UseToken token) = 0;
+  virtual void forget(UseToken token) noexcept = 0;
+
+  virtual void synchronize() = 0;
+  virtual DeviceMemoryInfo memory_info() = 0;
+  /// True when device memory can be read by the host directly (host and virtual devices).
+  virtual bool host_addressable() const noexcept { return false; }
+};
+
+/// Which device make_device() returns.
+enum class DeviceChoice {
+  automatic,  ///< CUDA when a GPU is present, else host.
+  cuda,       ///< CUDA or throw device_error.
+  host,
+  virtual_memory,
+};
+
+std::shared_ptr<Device> make_device(DeviceChoice choice = DeviceChoice::automatic);
+std::shared_ptr<Device> make_virtual_device(std::uint64_t capacity_bytes = 1ull << 50);
+/// The CUDA device `ordinal`; throws device_error when there is no usable GPU.
+std::shared_ptr<Device> make_cuda_device(int ordinal = 0);
+/// True when a CUDA GPU can be used (a driver and at least one device).
+bool cuda_available() noexcept;
+
+}  // namespace vramkit

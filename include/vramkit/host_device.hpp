@@ -1,0 +1,75 @@
+#pragma once
+// HostDevice: simulated device memory in host RAM. It serves CPU-only users, the samples when no
+// GPU is present, and every test in CI. It can fail on purpose (fault injection) and can run a
+// compaction's chunks in a random order that the dependency rules allow, so tests prove the rules.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include <vramkit/device.hpp>
+
+namespace vramkit {
+
+/// Fault injection: the k-th call (1-based, counted from creation or the last set_faults) of each
+/// kind fails with device_error before it changes anything; 0 never fails.
+struct HostFaults {
+  std::uint64_t obtain_at = 0;
+  std::uint64_t copy_at = 0;  ///< Host-device copies and fills.
+  std::uint64_t move_at = 0;  ///< Counts moves of chunk plans: the k-th move to start fails before it writes.
+};
+
+struct HostDeviceOptions {
+  std::uint64_t capacity_bytes = 64ull << 30;  ///< The simulated memory size memory_info() reports.
+  HostFaults faults;
+  std::uint64_t shuffle_seed = 0;  ///< != 0: run chunks in a seeded random order the rules allow.
+};
+
+/// How many calls of each kind the device has seen (for walking fault points in tests).
+struct HostCallCounts {
+  std::uint64_t obtains = 0;
+  std::uint64_t copies = 0;
+  std::uint64_t moves = 0;
+};
+
+class HostDevice final : public Device {
+ public:
+  explicit HostDevice(HostDeviceOptions options = {});
+  ~HostDevice() override;
+
+  DeviceKind kind() const noexcept override { return DeviceKind::host; }
+  std::string name() const override { return "host (simulated device memory in host RAM)"; }
+  Region obtain(std::uint64_t bytes) override;
+  void release(Region region) noexcept override;
+  void copy_from_host(std::uint64_t destination, const void* source, std::uint64_t bytes, Stream stream) override;
+  void copy_to_host(void* destination, std::uint64_t source, std::uint64_t bytes, Stream stream) override;
+  void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) override;
+  std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override;
+  ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override;
+  UseToken record_use_end(Stream) override { return 0; }
+  void order_after(UseToken) override {}
+  void host_wait(UseToken) override {}
+  bool use_ended(UseToken) override { return true; }
+  void forget(UseToken) noexcept override {}
+  void synchronize() override {}
+  DeviceMemoryInfo memory_info() override;
+  bool host_addressable() const noexcept override { return true; }
+
+  /// Resets the call counts and arms new faults.
+  void set_faults(HostFaults faults);
+  HostCallCounts counts() const;
+
+ private:
+  void count_copy();
+  ExecutionResult execute_shuffled(const compactor::ChunkPlan& plan);
+
+  mutable std::mutex mutex_;
+  HostDeviceOptions options_;
+  HostCallCounts counts_;
+  std::uint64_t obtained_bytes_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> regions_;  // address -> bytes
+};
+
+std::shared_ptr<HostDevice> make_host_device(HostDeviceOptions options = {});
+
+}  // namespace vramkit

@@ -1,0 +1,102 @@
+#pragma once
+// Image<T>: a 2-D device buffer of width x height pixels of T with a row pitch (bytes between rows,
+// rounded up to `row_alignment`), owned through a handle like DeviceBuffer. ImageView<T> is what a
+// kernel (or a host twin) gets from a pin: pointer, size and pitch, usable in device code.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gsl/span>
+
+#include <vramkit/detail/host_device_macros.hpp>
+#include <vramkit/device_buffer.hpp>
+
+namespace vramkit {
+
+template <class T>
+struct ImageView {
+  T* data = nullptr;
+  std::uint32_t width = 0;
+  std::uint32_t height = 0;
+  std::uint64_t pitch_bytes = 0;
+
+  VRAMKIT_HOST_DEVICE T* row(std::uint32_t y) const {
+    return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(data) + y * pitch_bytes);
+  }
+  VRAMKIT_HOST_DEVICE T& at(std::uint32_t x, std::uint32_t y) const { return row(y)[x]; }
+};
+
+template <class T>
+class Image {
+ public:
+  Image() = default;
+  /// Throws invalid_argument for a zero width or height, or a size that overflows.
+  Image(Pool& pool, std::uint32_t width, std::uint32_t height, std::uint64_t row_alignment = 256)
+      : width_(width), height_(height) {
+    if (width == 0 || height == 0) {
+      throw invalid_argument(detail::message("image of ", width, " x ", height, " pixels: both must be > 0"));
+    }
+    if (row_alignment == 0 || (row_alignment & (row_alignment - 1)) != 0) {
+      throw invalid_argument(detail::message("row alignment ", row_alignment, " is not a power of two"));
+    }
+    pitch_bytes_ = (std::uint64_t{width} * sizeof(T) + row_alignment - 1) & ~(row_alignment - 1);
+    pixels_ = DeviceBuffer<std::byte>(pool, pitch_bytes_ * height);
+  }
+
+  std::uint32_t width() const noexcept { return width_; }
+  std::uint32_t height() const noexcept { return height_; }
+  std::uint64_t pitch_bytes() const noexcept { return pitch_bytes_; }
+  std::uint64_t bytes() const noexcept { return pixels_.bytes(); }
+  Handle handle() const noexcept { return pixels_.handle(); }
+
+  /// Uploads tightly packed rows (width x height values).
+  void upload(gsl::span<const T> packed, Stream stream = nullptr) {
+    check_packed(packed.size());
+    std::vector<std::byte> pitched(pitch_bytes_ * height_);
+    for (std::uint32_t y = 0; y < height_; ++y) {
+      std::memcpy(pitched.data() + y * pitch_bytes_, packed.data() + std::size_t{y} * width_, width_ * sizeof(T));
+    }
+    pixels_.upload(pitched, 0, stream);
+  }
+  /// Downloads into tightly packed rows.
+  void download(gsl::span<T> packed, Stream stream = nullptr) const {
+    check_packed(packed.size());
+    std::vector<std::byte> pitched(pitch_bytes_ * height_);
+    pixels_.download(pitched, 0, stream);
+    for (std::uint32_t y = 0; y < height_; ++y) {
+      std::memcpy(packed.data() + std::size_t{y} * width_, pitched.data() + y * pitch_bytes_, width_ * sizeof(T));
+    }
+  }
+  std::vector<T> to_vector() const {
+    std::vector<T> packed(std::size_t{width_} * height_);
+    download(packed);
+    return packed;
+  }
+
+  /// A pin guard over the pixels and a view of them, valid while the guard lives.
+  struct PinnedImage {
+    Pinned<std::byte> pin;
+    ImageView<T> view;
+  };
+  PinnedImage pin(Stream release_stream = nullptr) {
+    Pinned<std::byte> guard = pixels_.pin(release_stream);
+    ImageView<T> view{reinterpret_cast<T*>(guard.data()), width_, height_, pitch_bytes_};
+    return {std::move(guard), view};
+  }
+
+ private:
+  void check_packed(std::size_t count) const {
+    if (count != std::size_t{width_} * height_) {
+      throw invalid_argument(detail::message("image of ", width_, " x ", height_, " needs ",
+                                             std::size_t{width_} * height_, " packed pixels; got ", count));
+    }
+  }
+
+  DeviceBuffer<std::byte> pixels_;
+  std::uint32_t width_ = 0;
+  std::uint32_t height_ = 0;
+  std::uint64_t pitch_bytes_ = 0;
+};
+
+}  // namespace vramkit

@@ -1,0 +1,149 @@
+#pragma once
+// Pool: device regions (segments), each sub-allocated by a heap, plus the handle table that makes
+// every block movable, plus a device. Allocate, free, pin, read/write, compact, grow and shrink.
+// Thread-safe: one mutex guards the bookkeeping; host-device copies run outside it, pinned.
+//
+// Invariants (check_invariants() verifies them; tests call it):
+//  - every live slot names an allocated heap block of its segment whose tag is that slot, and
+//    every allocated heap block is named by exactly one live slot;
+//  - used_bytes == sum of live slots' block bytes; pinned_allocations == live slots with pins > 0;
+//  - a slot with pins > 0, or of kind arena, is never moved.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <gsl/span>
+
+#include <vramkit/compaction.hpp>
+#include <vramkit/compactor/plan.hpp>
+#include <vramkit/device.hpp>
+#include <vramkit/handle.hpp>
+#include <vramkit/statistics.hpp>
+
+namespace vramkit {
+
+class HandleTable;
+class Heap;
+
+struct PoolOptions {
+  std::uint64_t capacity_bytes = 0;      ///< The first segment's size. 0: use capacity_fraction.
+  double capacity_fraction = 0;          ///< Of the device's free memory, when capacity_bytes is 0.
+  std::uint64_t max_capacity_bytes = 0;  ///< Growth limit over all segments; 0: no growth.
+  std::uint64_t segment_bytes = 0;       ///< Minimum size of a segment added by growth; 0: the first's size.
+  std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
+  bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
+  std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
+};
+
+/// One block of the memory map.
+enum class BlockState { free, live, pinned, arena };
+const char* to_string(BlockState state);
+
+struct BlockInfo {
+  std::uint32_t segment = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  BlockState state = BlockState::free;
+  std::uint32_t slot = 0;  ///< For live, pinned and arena blocks.
+};
+
+struct SegmentInfo {
+  std::uint32_t segment = 0;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+};
+
+class Pool {
+ public:
+  /// Throws invalid_argument for a capacity of 0 (and no fraction), a fraction outside (0, 1], a
+  /// granularity that is not a power of two >= 16, or a maximum below the capacity.
+  explicit Pool(PoolOptions options, std::shared_ptr<Device> device = make_device());
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  /// A block of `bytes` (> 0) aligned to `alignment` (a power of two). On failure: a minimal
+  /// compaction (if enabled), then growth (if allowed), then out_of_memory carrying statistics.
+  Handle allocate(std::uint64_t bytes, std::uint64_t alignment = 256);
+  /// Like allocate, but the block is pinned for its whole life (arenas, raw-pointer users).
+  Handle allocate_pinned(std::uint64_t bytes, std::uint64_t alignment = 256);
+  /// Throws invalid_handle for a stale/foreign/empty handle, state_error if the buffer is pinned.
+  /// Waits for stream uses recorded at unpin before the memory can be reused.
+  void free(Handle handle);
+  /// The destructor path: frees a valid, unpinned handle; never throws. Returns whether it freed.
+  bool release(Handle handle) noexcept;
+
+  bool valid(Handle handle) const noexcept;
+  std::uint64_t size(Handle handle) const;
+
+  /// The buffer's device address, valid until the matching unpin. Pins nest.
+  std::uint64_t pin(Handle handle);
+  /// Ends one pin. With a stream, the buffer is not moved (nor its memory reused) until the work
+  /// queued on that stream so far has finished. Throws state_error if the buffer is not pinned.
+  void unpin(Handle handle, Stream stream = nullptr);
+  /// unpin for destructors: never throws; returns false on misuse.
+  bool unpin_noexcept(Handle handle, Stream stream = nullptr) noexcept;
+  /// The device address without pinning: valid only until the next compaction.
+  std::uint64_t address(Handle handle) const;
+
+  /// Synchronous copies between host memory and the buffer at byte `offset`; range-checked.
+  void write(Handle handle, gsl::span<const std::byte> data, std::uint64_t offset = 0, Stream stream = nullptr);
+  void read(Handle handle, gsl::span<std::byte> data, std::uint64_t offset = 0, Stream stream = nullptr) const;
+  void fill(Handle handle, std::byte value, Stream stream = nullptr);
+
+  CompactionReport compact(const CompactOptions& options = {});
+
+  PoolStatistics statistics() const;
+  std::vector<BlockInfo> block_map() const;
+  std::vector<SegmentInfo> segments() const;
+  /// The largest block this pool could ever hold (its largest possible segment).
+  std::uint64_t largest_possible_block() const;
+  Device& device() const { return *device_; }
+  const PoolOptions& options() const { return options_; }
+
+  /// Guard margins: checks every live block's margin; throws corruption_error for the first bad one.
+  void check_guards() const;
+  /// Throws std::logic_error naming the first broken invariant (heap and pool). O(n).
+  void check_invariants() const;
+
+ private:
+  struct Segment;
+  struct PendingUse {
+    std::uint32_t slot;
+    UseToken token;
+  };
+
+  Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<std::mutex>& lock);
+  bool try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
+  bool grow(std::uint64_t block_bytes, std::uint64_t alignment);
+  void free_locked(std::uint32_t slot, std::unique_lock<std::mutex>& lock);
+  CompactionReport compact_locked(const CompactOptions& options);
+  void apply_moves(const std::vector<compactor::Move>& moves, CompactionReport& report);
+  void check_guard_locked(std::uint32_t slot) const;
+  void write_guard(std::uint32_t slot);
+  std::uint64_t largest_free_locked() const;
+  PoolStatistics statistics_locked() const;
+  std::uint64_t slot_address(std::uint32_t slot) const;
+  std::vector<std::vector<compactor::LiveBlock>> live_layout() const;
+  std::vector<compactor::SegmentLayout> layouts(const std::vector<std::vector<compactor::LiveBlock>>& blocks) const;
+  void release_trailing_segments(CompactionReport& report);
+  [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;
+
+  PoolOptions options_;
+  std::shared_ptr<Device> device_;
+  std::uint64_t first_segment_bytes_ = 0;
+  mutable std::mutex mutex_;
+  std::unique_ptr<HandleTable> table_;
+  std::vector<std::unique_ptr<Segment>> segments_;
+  std::vector<PendingUse> pending_uses_;
+  // Counters behind PoolStatistics.
+  std::uint64_t reserved_ = 0, used_ = 0, requested_ = 0, pinned_ = 0;
+  std::uint64_t peak_used_ = 0, peak_reserved_ = 0;
+  std::uint64_t requests_ = 0, failures_ = 0;
+  std::uint64_t compactions_ = 0, blocks_moved_ = 0, bytes_moved_ = 0;
+  std::chrono::duration<double> compaction_time_{0};
+};
+
+}  // namespace vramkit

@@ -1,0 +1,244 @@
+// CUDA device: regions from cudaMalloc, copies on the caller's stream, compaction on a stream of
+// its own, stream uses as events. The only file (with the move kernel) that calls the CUDA runtime.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "device/cuda/move_kernel.hpp"
+#include <vramkit/detail/message.hpp>
+#include <vramkit/device.hpp>
+#include <vramkit/errors.hpp>
+#include <vramkit/units.hpp>
+
+namespace vramkit {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw device_error(detail::message(what, " failed: ", cudaGetErrorName(status), " (", cudaGetErrorString(status),
+                                       ")"));
+  }
+}
+
+void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+    check(cudaSetDevice(ordinal), "cudaSetDevice");
+    cudaDeviceProp properties{};
+    check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
+    name_ = detail::message(properties.name, " (CUDA device ", ordinal, ")");
+    multiprocessors_ = properties.multiProcessorCount;
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    int per_multiprocessor = 1;
+    check(cuda_detail::move_blocks_per_multiprocessor(&per_multiprocessor), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    move_blocks_ = static_cast<unsigned>(std::max(1, per_multiprocessor) * multiprocessors_);
+  }
+
+  ~CudaDevice() override {
+    cudaSetDevice(ordinal_);
+    cudaStreamSynchronize(stream_);
+    for (auto& [token, event] : events_) cudaEventDestroy(event);
+    for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
+    cudaFree(scratch_);
+    cudaFreeHost(staging_);
+    cudaStreamDestroy(stream_);
+  }
+
+  DeviceKind kind() const noexcept override { return DeviceKind::cuda; }
+  std::string name() const override { return name_; }
+
+  Region obtain(std::uint64_t bytes) override {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    void* memory = nullptr;
+    const cudaError_t status = cudaMalloc(&memory, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear it: an allocation failure is not sticky
+      size_t free_bytes = 0, total_bytes = 0;
+      cudaMemGetInfo(&free_bytes, &total_bytes);
+      throw out_of_memory(detail::message("cudaMalloc of ", format_bytes(bytes), " failed; the device has ",
+                                          format_bytes(free_bytes), " free of ", format_bytes(total_bytes)));
+    }
+    check(status, "cudaMalloc");
+    return {static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory)), bytes};
+  }
+
+  void release(Region region) noexcept override {
+    cudaSetDevice(ordinal_);
+    cudaFree(as_pointer(region.address));
+  }
+
+  void copy_from_host(std::uint64_t destination, const void* source, std::uint64_t bytes, Stream stream) override {
+    check(cudaMemcpyAsync(as_pointer(destination), source, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+
+  void copy_to_host(void* destination, std::uint64_t source, std::uint64_t bytes, Stream stream) override {
+    check(cudaMemcpyAsync(destination, as_pointer(source), bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+
+  void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) override {
+    check(cudaMemsetAsync(as_pointer(destination), std::to_integer<int>(value), bytes, stream), "cudaMemsetAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+
+  std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override {
+    std::vector<std::byte> copy(bytes);
+    copy_to_host(copy.data(), address, bytes, stream_);
+    return static_cast<std::uint64_t>(std::find_if(copy.begin(), copy.end(), [&](std::byte b) { return b != value; }) -
+                                      copy.begin());
+  }
+
+  ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
+    std::lock_guard lock(mutex_);
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    for (cudaEvent_t event : pending_waits_) check(cudaStreamWaitEvent(stream_, event, 0), "cudaStreamWaitEvent");
+    pending_waits_.clear();
+    const std::size_t count = plan.chunks.size();
+    if (count == 0) return {};
+    const std::size_t phases = plan.phases();
+    const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
+    const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
+    reserve(chunk_bytes, flag_bytes);
+    auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& chunk = plan.chunks[i];
+      staged[i] = {chunk.source, chunk.destination, chunk.bytes, chunk.wait_first, chunk.wait_last, 0};
+    }
+    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
+    auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
+    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+    for (std::size_t phase = 0; phase < phases; ++phase) {
+      check(cuda_detail::launch_move_chunks(device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
+                                            flags + count + phase, flags, move_blocks_, stream_),
+            "move kernel launch");
+    }
+    check(cudaStreamSynchronize(stream_), "move kernel");
+    return {};
+  }
+
+  UseToken record_use_end(Stream stream) override {
+    std::lock_guard lock(mutex_);
+    cudaEvent_t event = nullptr;
+    if (!spare_events_.empty()) {
+      event = spare_events_.back();
+      spare_events_.pop_back();
+    } else {
+      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    }
+    check(cudaEventRecord(event, stream), "cudaEventRecord");
+    const UseToken token = ++last_token_;
+    events_.emplace(token, event);
+    return token;
+  }
+
+  void order_after(UseToken token) override {
+    std::lock_guard lock(mutex_);
+    if (auto found = events_.find(token); found != events_.end()) pending_waits_.push_back(found->second);
+  }
+
+  void host_wait(UseToken token) override {
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto found = events_.find(token); found != events_.end()) event = found->second;
+    }
+    if (event != nullptr) check(cudaEventSynchronize(event), "cudaEventSynchronize");
+  }
+
+  bool use_ended(UseToken token) override {
+    std::lock_guard lock(mutex_);
+    auto found = events_.find(token);
+    return found == events_.end() || cudaEventQuery(found->second) == cudaSuccess;
+  }
+
+  void forget(UseToken token) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (auto found = events_.find(token); found != events_.end()) {
+      // A forgotten event may still be waited on by a pending execute(); keep it out of reuse until then.
+      if (std::find(pending_waits_.begin(), pending_waits_.end(), found->second) == pending_waits_.end()) {
+        spare_events_.push_back(found->second);
+      }
+      events_.erase(found);
+    }
+  }
+
+  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+  DeviceMemoryInfo memory_info() override {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    return {free_bytes, total_bytes};
+  }
+
+ private:
+  static std::size_t align(std::size_t bytes) { return (bytes + 255) & ~std::size_t{255}; }
+
+  // Grows the pinned staging buffer and the device scratch (chunk list, flags, tickets) to fit.
+  void reserve(std::size_t chunk_bytes, std::size_t flag_bytes) {
+    if (chunk_bytes > staging_bytes_) {
+      cudaFreeHost(staging_);
+      staging_ = nullptr;
+      staging_bytes_ = 0;
+      check(cudaMallocHost(&staging_, chunk_bytes * 2), "cudaMallocHost");
+      staging_bytes_ = chunk_bytes * 2;
+    }
+    const std::size_t scratch_needed = align(chunk_bytes) + flag_bytes;
+    if (scratch_needed > scratch_bytes_) {
+      cudaFree(scratch_);
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      check(cudaMalloc(&scratch_, scratch_needed * 2), "cudaMalloc (compaction scratch)");
+      scratch_bytes_ = scratch_needed * 2;
+    }
+  }
+
+  int ordinal_;
+  std::string name_;
+  int multiprocessors_ = 0;
+  unsigned move_blocks_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::mutex mutex_;
+  std::unordered_map<UseToken, cudaEvent_t> events_;
+  std::vector<cudaEvent_t> spare_events_;
+  std::vector<cudaEvent_t> pending_waits_;
+  UseToken last_token_ = 0;
+  void* staging_ = nullptr;
+  std::size_t staging_bytes_ = 0;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+bool cuda_available() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+std::shared_ptr<Device> make_cuda_device(int ordinal) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw device_error(detail::message("no CUDA device available (", cudaGetErrorName(status), ", ", count,
+                                       " devices); use the host device"));
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    throw invalid_argument(detail::message("CUDA device ", ordinal, " requested; this machine has ", count));
+  }
+  return std::make_shared<CudaDevice>(ordinal);
+}
+
+}  // namespace vramkit

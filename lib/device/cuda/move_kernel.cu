@@ -1,0 +1,79 @@
+// The move kernel: every chunk of one phase in one launch, no staging copy.
+//
+// Persistent blocks take chunks in ticket order (ascending source address, an atomic counter).
+// A block reads its whole chunk into registers, publishes "read" for it, waits until every chunk
+// whose source overlaps its destination has published "read", then writes. Those chunks hold
+// earlier tickets, so they were taken by blocks that are already running and that read before they
+// wait on anything: no block ever waits on a block that cannot run, so the launch cannot deadlock.
+// Cost: each byte is read once and written once; per chunk one atomic and one flag.
+#include "device/cuda/move_kernel.hpp"
+
+namespace vramkit::cuda_detail {
+namespace {
+
+constexpr unsigned vectors_per_thread = max_chunk_bytes / (move_threads * 16);
+constexpr std::uint32_t no_wait = 0xFFFFFFFFu;
+
+__global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* __restrict__ chunks,
+                                                            std::uint32_t begin, std::uint32_t end,
+                                                            unsigned* ticket, unsigned* read_flags) {
+  __shared__ std::uint32_t taken;
+  for (;;) {
+    if (threadIdx.x == 0) taken = begin + atomicAdd(ticket, 1u);
+    __syncthreads();
+    const std::uint32_t index = taken;
+    __syncthreads();  // everyone has read `taken` before thread 0 may overwrite it
+    if (index >= end) return;
+    const DeviceChunk chunk = chunks[index];
+
+    // Chunks are multiples of 16 bytes at 16-byte-aligned addresses (pool granularity >= 16).
+    // Read: 16-byte vectors through L2 (sources are never written before they are read, but the
+    // destination writes of other blocks must not be served stale from L1 later).
+    const unsigned vectors = chunk.bytes / 16;
+    const auto* source = reinterpret_cast<const uint4*>(chunk.source);
+    uint4 held[vectors_per_thread];
+#pragma unroll
+    for (unsigned k = 0; k < vectors_per_thread; ++k) {
+      const unsigned v = k * move_threads + threadIdx.x;
+      if (v < vectors) held[k] = __ldcg(source + v);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicExch(read_flags + index, 1u);
+    }
+
+    // Wait for every chunk whose source this chunk's destination overlaps.
+    if (chunk.wait_first != no_wait) {
+      for (std::uint32_t other = chunk.wait_first + threadIdx.x; other <= chunk.wait_last; other += move_threads) {
+        while (atomicAdd(read_flags + other, 0u) == 0u) {
+        }
+      }
+      __threadfence();
+    }
+    __syncthreads();
+
+    auto* destination = reinterpret_cast<uint4*>(chunk.destination);
+#pragma unroll
+    for (unsigned k = 0; k < vectors_per_thread; ++k) {
+      const unsigned v = k * move_threads + threadIdx.x;
+      if (v < vectors) __stcg(destination + v, held[k]);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
+                               unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream) {
+  if (begin >= end) return cudaSuccess;
+  if (blocks > end - begin) blocks = end - begin;
+  move_chunks<<<blocks, move_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
+  return cudaGetLastError();
+}
+
+cudaError_t move_blocks_per_multiprocessor(int* blocks) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, move_chunks, move_threads, 0);
+}
+
+}  // namespace vramkit::cuda_detail

@@ -1,0 +1,30 @@
+#pragma once
+// The compactor's move kernel, as the CUDA device launches it. Internal to the CUDA device layer.
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace vramkit::cuda_detail {
+
+/// A chunk as the kernel reads it (the device-side twin of compactor::Chunk). 32 bytes.
+struct DeviceChunk {
+  std::uint64_t source;
+  std::uint64_t destination;
+  std::uint32_t bytes;
+  std::uint32_t wait_first;  ///< Plan-wide chunk index, or 0xFFFFFFFF for none.
+  std::uint32_t wait_last;
+  std::uint32_t padding;
+};
+
+inline constexpr unsigned move_threads = 512;
+inline constexpr unsigned max_chunk_bytes = 64 * 1024;
+
+/// Runs chunks [begin, end) in one launch. read_flags has one zeroed word per chunk of the plan;
+/// ticket is a zeroed counter for this launch. blocks: a grid that fits on the device at once.
+cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
+                               unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream);
+
+/// Blocks of launch_move_chunks that fit on one multiprocessor at once.
+cudaError_t move_blocks_per_multiprocessor(int* blocks);
+
+}  // namespace vramkit::cuda_detail

@@ -1,0 +1,27 @@
+#include <vramkit/device.hpp>
+#include <vramkit/errors.hpp>
+#include <vramkit/host_device.hpp>
+
+namespace vramkit {
+
+const char* to_string(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cuda: return "cuda";
+    case DeviceKind::host: return "host";
+    case DeviceKind::virtual_memory: return "virtual";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<Device> make_device(DeviceChoice choice) {
+  switch (choice) {
+    case DeviceChoice::cuda: return make_cuda_device();
+    case DeviceChoice::host: return make_host_device();
+    case DeviceChoice::virtual_memory: return make_virtual_device();
+    case DeviceChoice::automatic: break;
+  }
+  if (cuda_available()) return make_cuda_device();
+  return make_host_device();
+}
+
+}  // namespace vramkit

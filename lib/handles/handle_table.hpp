@@ -1,0 +1,78 @@
+#pragma once
+// HandleTable: the indirection that makes buffers movable. Users hold {slot, generation}; the slot
+// says where the buffer is now. Compaction rewrites slots, never handles.
+//
+// Invariants:
+//  - a live slot has generation != 0 and is on no free list; a free slot is on the free list once;
+//  - a slot's generation changes every time it is released, so every handle to the old buffer is
+//    stale from then on (generations wrap after 2^32 - 1 reuses of one slot, skipping 0);
+//  - pins counts unreleased pins; the compactor never moves a slot with pins != 0.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <vramkit/handle.hpp>
+#include <vramkit/heap.hpp>
+
+namespace vramkit {
+
+/// What kind of owner a slot has. Arena slots are pinned for the arena's life.
+enum class SlotKind : std::uint8_t { buffer, arena };
+
+struct Slot {
+  std::uint64_t offset = 0;       ///< Within the segment.
+  std::uint64_t bytes = 0;        ///< As requested.
+  std::uint64_t block_bytes = 0;  ///< As placed: rounded up to the granularity (plus any margin).
+  std::uint64_t alignment = 0;
+  BlockId block = no_block;
+  std::uint32_t segment = 0;
+  std::uint32_t generation = 1;
+  std::uint32_t pins = 0;
+  std::uint32_t pending_uses = 0;  ///< Stream uses recorded at unpin and not yet known to be over.
+  std::uint32_t next_free = 0;
+  bool live = false;
+  SlotKind kind = SlotKind::buffer;
+};
+
+class HandleTable {
+ public:
+  HandleTable();
+
+  std::uint32_t id() const { return id_; }
+
+  /// A fresh live slot; its handle is handle_of(slot). O(1) amortised.
+  std::uint32_t acquire();
+  /// Releases a live slot and changes its generation. O(1).
+  void release(std::uint32_t slot);
+
+  Handle handle_of(std::uint32_t slot) const { return {slot, slots_[slot].generation, id_}; }
+
+  /// The slot of a live handle of this table; throws invalid_handle naming what is wrong.
+  std::uint32_t check(Handle handle) const {
+    if (handle.table == id_ && handle.slot < slots_.size() && slots_[handle.slot].generation == handle.generation &&
+        slots_[handle.slot].live && handle.generation != 0) {
+      return handle.slot;
+    }
+    throw_invalid(handle);
+  }
+  bool valid(Handle handle) const noexcept {
+    return handle.table == id_ && handle.slot < slots_.size() && slots_[handle.slot].live &&
+           slots_[handle.slot].generation == handle.generation && handle.generation != 0;
+  }
+
+  Slot& operator[](std::uint32_t slot) { return slots_[slot]; }
+  const Slot& operator[](std::uint32_t slot) const { return slots_[slot]; }
+  std::size_t live_count() const { return live_; }
+  std::size_t size() const { return slots_.size(); }
+
+ private:
+  [[noreturn]] void throw_invalid(Handle handle) const;
+
+  static constexpr std::uint32_t no_slot = 0xFFFFFFFFu;
+  std::vector<Slot> slots_;
+  std::uint32_t free_head_ = no_slot;
+  std::size_t live_ = 0;
+  std::uint32_t id_;
+};
+
+}  // namespace vramkit

@@ -1,0 +1,388 @@
+// TLSF heap over one offset range. Sizes are handled in units of the granularity: size class
+// (first, second) for u units is first = 0, second = u below 32 units, else first = floor(log2 u) - 4
+// and second = the next five bits of u. Each class covers sizes within 1/32 of each other.
+#include <vramkit/heap.hpp>
+
+#include <bit>
+#include <stdexcept>
+
+#include <gsl/assert>
+
+#include <vramkit/detail/message.hpp>
+#include <vramkit/errors.hpp>
+
+namespace vramkit {
+namespace {
+
+bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
+  return (value + alignment - 1) & ~(alignment - 1);
+}
+
+}  // namespace
+
+Heap::Heap(std::uint64_t capacity, std::uint64_t granularity)
+    : capacity_(capacity), granularity_(granularity), granularity_log2_(0) {
+  if (!is_power_of_two(granularity)) {
+    throw invalid_argument(detail::message("heap granularity ", granularity, " is not a power of two"));
+  }
+  if (capacity == 0 || capacity % granularity != 0) {
+    throw invalid_argument(detail::message("heap capacity ", capacity,
+                                           " must be a positive multiple of the granularity ", granularity));
+  }
+  granularity_log2_ = static_cast<unsigned>(std::countr_zero(granularity));
+  for (auto& row : free_heads_)
+    for (auto& head : row) head = no_block;
+  const BlockId whole = new_node();
+  nodes_[whole].offset = 0;
+  nodes_[whole].bytes = capacity;
+  first_ = whole;
+  insert_free(whole);
+}
+
+Heap::SizeClass Heap::class_of(std::uint64_t units) const {
+  if (units < second_level_count) return {0, static_cast<unsigned>(units)};
+  const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
+  const unsigned shift = top - second_level_log2;
+  return {top - second_level_log2 + 1, static_cast<unsigned>((units >> shift) & (second_level_count - 1))};
+}
+
+// The first non-empty class at or above `start`. Two bit scans.
+std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const {
+  if (start.first >= first_level_count) return std::nullopt;
+  std::uint32_t second_bits = second_level_bitmap_[start.first] & (~0u << start.second);
+  if (start.second >= second_level_count) second_bits = 0;
+  if (second_bits != 0) return SizeClass{start.first, static_cast<unsigned>(std::countr_zero(second_bits))};
+  if (start.first + 1 >= first_level_count) return std::nullopt;
+  const std::uint64_t first_bits = first_level_bitmap_ & (~std::uint64_t{0} << (start.first + 1));
+  if (first_bits == 0) return std::nullopt;
+  const unsigned first = static_cast<unsigned>(std::countr_zero(first_bits));
+  return SizeClass{first, static_cast<unsigned>(std::countr_zero(second_level_bitmap_[first]))};
+}
+
+BlockId Heap::new_node() {
+  if (!spare_nodes_.empty()) {
+    const BlockId id = spare_nodes_.back();
+    spare_nodes_.pop_back();
+    nodes_[id] = Node{};
+    nodes_[id].in_use = true;
+    return id;
+  }
+  if (nodes_.size() >= no_block) throw out_of_memory("heap has 2^32 - 1 blocks; no more block ids");
+  nodes_.push_back(Node{});
+  nodes_.back().in_use = true;
+  return static_cast<BlockId>(nodes_.size() - 1);
+}
+
+void Heap::release_node(BlockId id) {
+  nodes_[id].in_use = false;
+  spare_nodes_.push_back(id);
+}
+
+void Heap::account_free(std::uint64_t bytes, int sign) {
+  const uint128 square = static_cast<uint128>(bytes) * bytes;
+  if (sign > 0) {
+    free_bytes_ += bytes;
+    ++free_ranges_;
+    sum_of_squared_free_ += square;
+    if (largest_free_valid_ && bytes > largest_free_cache_) largest_free_cache_ = bytes;
+  } else {
+    free_bytes_ -= bytes;
+    --free_ranges_;
+    sum_of_squared_free_ -= square;
+    if (bytes >= largest_free_cache_) largest_free_valid_ = false;
+  }
+}
+
+void Heap::insert_free(BlockId id) {
+  Node& node = nodes_[id];
+  node.free = true;
+  const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+  BlockId& head = free_heads_[size_class.first][size_class.second];
+  node.previous_free = no_block;
+  node.next_free = head;
+  if (head != no_block) nodes_[head].previous_free = id;
+  head = id;
+  first_level_bitmap_ |= std::uint64_t{1} << size_class.first;
+  second_level_bitmap_[size_class.first] |= 1u << size_class.second;
+  account_free(node.bytes, +1);
+}
+
+void Heap::remove_free(BlockId id) {
+  Node& node = nodes_[id];
+  const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+  if (node.previous_free != no_block) nodes_[node.previous_free].next_free = node.next_free;
+  if (node.next_free != no_block) nodes_[node.next_free].previous_free = node.previous_free;
+  BlockId& head = free_heads_[size_class.first][size_class.second];
+  if (head == id) {
+    head = node.next_free;
+    if (head == no_block) {
+      second_level_bitmap_[size_class.first] &= ~(1u << size_class.second);
+      if (second_level_bitmap_[size_class.first] == 0) first_level_bitmap_ &= ~(std::uint64_t{1} << size_class.first);
+    }
+  }
+  node.free = false;
+  node.previous_free = node.next_free = no_block;
+  account_free(node.bytes, -1);
+}
+
+std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint64_t bytes,
+                                              std::uint64_t alignment) const {
+  const std::uint64_t offset = align_up(node.offset, alignment);
+  if (offset - node.offset + bytes > node.bytes) return std::nullopt;
+  return offset;
+}
+
+// Cuts [offset, offset + bytes) out of free block `id`: the parts before and after stay free.
+HeapAllocation Heap::take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
+  remove_free(id);
+  Node* node = &nodes_[id];
+  if (offset > node->offset) {  // free head part
+    const BlockId head = new_node();
+    node = &nodes_[id];
+    Node& head_node = nodes_[head];
+    head_node.offset = node->offset;
+    head_node.bytes = offset - node->offset;
+    head_node.previous_physical = node->previous_physical;
+    head_node.next_physical = id;
+    if (node->previous_physical != no_block) nodes_[node->previous_physical].next_physical = head;
+    else first_ = head;
+    node->previous_physical = head;
+    node->offset = offset;
+    node->bytes -= head_node.bytes;
+    insert_free(head);
+  }
+  if (node->bytes > bytes) {  // free tail part
+    const BlockId tail = new_node();
+    node = &nodes_[id];
+    Node& tail_node = nodes_[tail];
+    tail_node.offset = offset + bytes;
+    tail_node.bytes = node->bytes - bytes;
+    tail_node.previous_physical = id;
+    tail_node.next_physical = node->next_physical;
+    if (node->next_physical != no_block) nodes_[node->next_physical].previous_physical = tail;
+    node->next_physical = tail;
+    node->bytes = bytes;
+    insert_free(tail);
+  }
+  node->tag = tag;
+  ++allocated_blocks_;
+  return {id, offset, bytes};
+}
+
+std::optional<HeapAllocation> Heap::allocate(std::uint64_t bytes, std::uint64_t alignment, std::uint32_t tag) {
+  if (bytes == 0 || bytes > capacity_ || !is_power_of_two(alignment)) return std::nullopt;
+  if (alignment < granularity_) alignment = granularity_;
+  const std::uint64_t rounded = align_up(bytes, granularity_);
+  // Any block of the class found by rounding the request up to the next class boundary fits.
+  const std::uint64_t search = rounded + (alignment - granularity_);
+  if (search < rounded) return std::nullopt;
+  std::uint64_t units = search >> granularity_log2_;
+  if (units >= second_level_count) {
+    const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
+    units += (std::uint64_t{1} << (top - second_level_log2)) - 1;
+  }
+  if (auto size_class = find_class_at_least(class_of(units))) {
+    const BlockId id = free_heads_[size_class->first][size_class->second];
+    const auto offset = fit_offset(nodes_[id], rounded, alignment);
+    if (offset) return take(id, *offset, rounded, tag);
+  }
+  // The class of the request itself may still hold a block that fits; scan it.
+  const SizeClass exact = class_of(rounded >> granularity_log2_);
+  for (BlockId id = free_heads_[exact.first][exact.second]; id != no_block; id = nodes_[id].next_free) {
+    if (const auto offset = fit_offset(nodes_[id], rounded, alignment)) return take(id, *offset, rounded, tag);
+  }
+  return std::nullopt;
+}
+
+std::optional<HeapAllocation> Heap::allocate_at(std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
+  if (bytes == 0 || offset % granularity_ != 0 || offset > capacity_ || bytes > capacity_ - offset) {
+    return std::nullopt;
+  }
+  const std::uint64_t rounded = align_up(bytes, granularity_);
+  for (BlockId id = first_; id != no_block; id = nodes_[id].next_physical) {
+    const Node& node = nodes_[id];
+    if (node.offset + node.bytes <= offset) continue;
+    if (!node.free || offset + rounded > node.offset + node.bytes) return std::nullopt;
+    return take(id, offset, rounded, tag);
+  }
+  return std::nullopt;
+}
+
+void Heap::free(BlockId id) {
+  Expects(id < nodes_.size() && nodes_[id].in_use && !nodes_[id].free);
+  --allocated_blocks_;
+  Node& node = nodes_[id];
+  const BlockId previous = node.previous_physical;
+  if (previous != no_block && nodes_[previous].free) {  // absorb the free block before
+    remove_free(previous);
+    node.offset = nodes_[previous].offset;
+    node.bytes += nodes_[previous].bytes;
+    node.previous_physical = nodes_[previous].previous_physical;
+    if (node.previous_physical != no_block) nodes_[node.previous_physical].next_physical = id;
+    else first_ = id;
+    release_node(previous);
+  }
+  const BlockId next = nodes_[id].next_physical;
+  if (next != no_block && nodes_[next].free) {  // absorb the free block after
+    remove_free(next);
+    Node& merged = nodes_[id];
+    merged.bytes += nodes_[next].bytes;
+    merged.next_physical = nodes_[next].next_physical;
+    if (merged.next_physical != no_block) nodes_[merged.next_physical].previous_physical = id;
+    release_node(next);
+  }
+  nodes_[id].tag = 0;
+  insert_free(id);
+}
+
+std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
+  std::uint64_t cursor = 0;
+  for (const HeapPlacement& placement : placements) {
+    if (placement.offset < cursor || placement.offset % granularity_ != 0 || placement.bytes == 0 ||
+        placement.bytes % granularity_ != 0 || placement.bytes > capacity_ - placement.offset) {
+      throw std::logic_error(detail::message("heap rebuild: placement at ", placement.offset, " of ",
+                                             placement.bytes, " bytes is unsorted, overlapping or outside"));
+    }
+    cursor = placement.offset + placement.bytes;
+  }
+  nodes_.clear();
+  spare_nodes_.clear();
+  for (auto& row : free_heads_)
+    for (auto& head : row) head = no_block;
+  first_level_bitmap_ = 0;
+  for (auto& bits : second_level_bitmap_) bits = 0;
+  free_bytes_ = free_ranges_ = allocated_blocks_ = 0;
+  sum_of_squared_free_ = 0;
+  largest_free_valid_ = false;
+  nodes_.reserve(2 * placements.size() + 1);
+
+  std::vector<BlockId> ids;
+  ids.reserve(placements.size());
+  BlockId last = no_block;
+  auto append = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
+    const BlockId id = new_node();
+    Node& node = nodes_[id];
+    node.offset = offset;
+    node.bytes = bytes;
+    node.tag = tag;
+    node.previous_physical = last;
+    if (last != no_block) nodes_[last].next_physical = id;
+    else first_ = id;
+    last = id;
+    if (is_free) insert_free(id);
+    else ++allocated_blocks_;
+    return id;
+  };
+  cursor = 0;
+  for (const HeapPlacement& placement : placements) {
+    if (placement.offset > cursor) append(cursor, placement.offset - cursor, true, 0);
+    ids.push_back(append(placement.offset, placement.bytes, false, placement.tag));
+    cursor = placement.offset + placement.bytes;
+  }
+  if (cursor < capacity_) append(cursor, capacity_ - cursor, true, 0);
+  return ids;
+}
+
+const HeapBlock Heap::block(BlockId id) const {
+  Expects(id < nodes_.size() && nodes_[id].in_use);
+  const Node& node = nodes_[id];
+  return {id, node.offset, node.bytes, node.free, node.tag};
+}
+
+void Heap::set_tag(BlockId id, std::uint32_t tag) {
+  Expects(id < nodes_.size() && nodes_[id].in_use && !nodes_[id].free);
+  nodes_[id].tag = tag;
+}
+
+std::uint64_t Heap::largest_free_block() const {
+  if (largest_free_valid_) return largest_free_cache_;
+  std::uint64_t largest = 0;
+  if (first_level_bitmap_ != 0) {
+    const unsigned first = 63u - static_cast<unsigned>(std::countl_zero(first_level_bitmap_));
+    const unsigned second = 31u - static_cast<unsigned>(std::countl_zero(second_level_bitmap_[first]));
+    for (BlockId id = free_heads_[first][second]; id != no_block; id = nodes_[id].next_free) {
+      largest = std::max(largest, nodes_[id].bytes);
+    }
+  }
+  largest_free_cache_ = largest;
+  largest_free_valid_ = true;
+  return largest;
+}
+
+std::uint64_t Heap::largest_allocatable(std::uint64_t alignment) const {
+  if (alignment <= granularity_) return largest_free_block();
+  std::uint64_t best = 0;  // alignment padding depends on each block's offset: walk the free lists
+  for (const auto& row : free_heads_) {
+    for (BlockId head : row) {
+      for (BlockId id = head; id != no_block; id = nodes_[id].next_free) {
+        const Node& node = nodes_[id];
+        const std::uint64_t padding = align_up(node.offset, alignment) - node.offset;
+        if (padding < node.bytes) best = std::max(best, node.bytes - padding);
+      }
+    }
+  }
+  return best;
+}
+
+HeapStatistics Heap::statistics() const {
+  HeapStatistics statistics;
+  statistics.capacity = capacity_;
+  statistics.free_bytes = free_bytes_;
+  statistics.used_bytes = capacity_ - free_bytes_;
+  statistics.largest_free_block = largest_free_block();
+  statistics.free_ranges = free_ranges_;
+  statistics.allocated_blocks = allocated_blocks_;
+  statistics.sum_of_squared_free = static_cast<double>(sum_of_squared_free_);
+  return statistics;
+}
+
+void Heap::check_invariants() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("heap invariant broken: " + what); };
+  std::uint64_t cursor = 0, free_bytes = 0, free_ranges = 0, allocated = 0, largest = 0;
+  uint128 squares = 0;
+  bool previous_free = false;
+  BlockId previous = no_block;
+  for (BlockId id = first_; id != no_block; id = nodes_[id].next_physical) {
+    const Node& node = nodes_[id];
+    if (!node.in_use) fail(detail::message("block ", id, " is on the spare list"));
+    if (node.previous_physical != previous) fail(detail::message("block ", id, " has a wrong back link"));
+    if (node.offset != cursor) fail(detail::message("gap or overlap at offset ", cursor));
+    if (node.bytes == 0 || node.bytes % granularity_ != 0) fail(detail::message("block ", id, " size"));
+    if (node.free) {
+      if (previous_free) fail(detail::message("free neighbours at offset ", node.offset));
+      const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+      bool listed = false;
+      for (BlockId other = free_heads_[size_class.first][size_class.second]; other != no_block;
+           other = nodes_[other].next_free) {
+        listed |= other == id;
+      }
+      if (!listed) fail(detail::message("free block at ", node.offset, " is not in its size class list"));
+      free_bytes += node.bytes;
+      ++free_ranges;
+      squares += static_cast<uint128>(node.bytes) * node.bytes;
+      largest = std::max(largest, node.bytes);
+    } else {
+      ++allocated;
+    }
+    previous_free = node.free;
+    previous = id;
+    cursor += node.bytes;
+  }
+  if (cursor != capacity_) fail(detail::message("blocks end at ", cursor, ", capacity is ", capacity_));
+  if (free_bytes != free_bytes_) fail("free_bytes");
+  if (free_ranges != free_ranges_) fail("free_ranges");
+  if (allocated != allocated_blocks_) fail("allocated_blocks");
+  if (squares != sum_of_squared_free_) fail("sum of squared free sizes");
+  if (largest != largest_free_block()) fail("largest_free_block");
+  for (unsigned first = 0; first < first_level_count; ++first) {
+    const bool row_bit = (first_level_bitmap_ >> first) & 1;
+    if (row_bit != (second_level_bitmap_[first] != 0)) fail(detail::message("first-level bit ", first));
+    for (unsigned second = 0; second < second_level_count; ++second) {
+      const bool bit = (second_level_bitmap_[first] >> second) & 1;
+      if (bit != (free_heads_[first][second] != no_block)) fail(detail::message("second-level bit ", first, "/", second));
+    }
+  }
+}
+
+}  // namespace vramkit

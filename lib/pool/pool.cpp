@@ -1,0 +1,339 @@
+// Pool: allocation, freeing, pins and host copies. Compaction lives in pool_compaction.cpp,
+// statistics and the memory map in pool_statistics.cpp.
+#include "pool/pool_segment.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include <vramkit/detail/message.hpp>
+#include <vramkit/errors.hpp>
+#include <vramkit/units.hpp>
+
+namespace vramkit {
+namespace {
+
+bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
+std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
+  return (value + alignment - 1) & ~(alignment - 1);
+}
+constexpr std::uint64_t max_alignment = 1ull << 30;
+
+}  // namespace
+
+const char* to_string(BlockState state) {
+  switch (state) {
+    case BlockState::free: return "free";
+    case BlockState::live: return "live";
+    case BlockState::pinned: return "pinned";
+    case BlockState::arena: return "arena";
+  }
+  return "unknown";
+}
+
+Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
+    : options_(options), device_(std::move(device)), table_(std::make_unique<HandleTable>()) {
+  if (!device_) throw invalid_argument("pool needs a device; got none");
+  if (!is_power_of_two(options_.granularity) || options_.granularity < 16) {
+    throw invalid_argument(detail::message("pool granularity ", options_.granularity,
+                                           " must be a power of two of at least 16 bytes"));
+  }
+  std::uint64_t capacity = options_.capacity_bytes;
+  if (capacity == 0) {
+    if (!(options_.capacity_fraction > 0 && options_.capacity_fraction <= 1)) {
+      throw invalid_argument(detail::message("pool capacity is 0 and capacity_fraction is ", options_.capacity_fraction,
+                                             "; give capacity_bytes > 0 or a fraction in (0, 1]"));
+    }
+    const DeviceMemoryInfo memory = device_->memory_info();
+    capacity = static_cast<std::uint64_t>(static_cast<double>(memory.free_bytes) * options_.capacity_fraction);
+    capacity &= ~(options_.granularity - 1);
+    if (capacity == 0) {
+      throw invalid_argument(detail::message("capacity_fraction ", options_.capacity_fraction, " of ",
+                                             format_bytes(memory.free_bytes), " free is 0 bytes"));
+    }
+  }
+  capacity = align_up(capacity, options_.granularity);
+  if (options_.max_capacity_bytes != 0 && options_.max_capacity_bytes < capacity) {
+    throw invalid_argument(detail::message("max_capacity_bytes ", options_.max_capacity_bytes,
+                                           " is below the capacity ", capacity));
+  }
+  if (options_.guard_bytes % options_.granularity != 0) {
+    options_.guard_bytes = align_up(options_.guard_bytes, options_.granularity);
+  }
+  first_segment_bytes_ = capacity;
+  const Region region = device_->obtain(capacity);
+  segments_.push_back(std::make_unique<Segment>(region, options_.granularity));
+  reserved_ = peak_reserved_ = capacity;
+}
+
+Pool::~Pool() {
+  std::lock_guard lock(mutex_);
+  for (const PendingUse& use : pending_uses_) {
+    try {
+      device_->host_wait(use.token);
+    } catch (...) {  // releasing never throws; a failed device is being torn down anyway
+    }
+    device_->forget(use.token);
+  }
+  for (auto& segment : segments_) device_->release(segment->region);
+}
+
+std::uint64_t Pool::largest_possible_block() const {
+  const std::uint64_t limit = std::max(options_.max_capacity_bytes, first_segment_bytes_);
+  return options_.max_capacity_bytes == 0 ? first_segment_bytes_ : limit;
+}
+
+Handle Pool::allocate(std::uint64_t bytes, std::uint64_t alignment) {
+  std::unique_lock lock(mutex_);
+  return allocate_locked(bytes, alignment, false, lock);
+}
+
+Handle Pool::allocate_pinned(std::uint64_t bytes, std::uint64_t alignment) {
+  std::unique_lock lock(mutex_);
+  return allocate_locked(bytes, alignment, true, lock);
+}
+
+Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned,
+                             std::unique_lock<std::mutex>&) {
+  if (bytes == 0) throw invalid_argument("allocation of 0 bytes; an empty DeviceBuffer holds no block");
+  if (!is_power_of_two(alignment) || alignment > max_alignment) {
+    throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two up to ", max_alignment));
+  }
+  alignment = std::max(alignment, options_.granularity);
+  const std::uint64_t limit = largest_possible_block();
+  if (bytes > limit || bytes + options_.guard_bytes > limit ||
+      align_up(bytes + options_.guard_bytes, options_.granularity) > limit) {
+    ++requests_;
+    ++failures_;
+    throw out_of_memory(detail::message("requested ", format_bytes(bytes), " (", bytes,
+                                        " bytes); the pool's largest possible block is ", format_bytes(limit)));
+  }
+  const std::uint64_t block_bytes = align_up(bytes + options_.guard_bytes, options_.granularity);
+  ++requests_;
+  const std::uint32_t slot = table_->acquire();
+  Slot& entry = (*table_)[slot];
+  entry.bytes = bytes;
+  entry.block_bytes = block_bytes;
+  entry.alignment = alignment;
+  entry.kind = pinned ? SlotKind::arena : SlotKind::buffer;
+  bool placed = try_place(slot, block_bytes, alignment);
+  if (!placed && options_.compact_on_failure && reserved_ - used_ >= block_bytes) {
+    try {
+      CompactionReport report = compact_locked({.goal = CompactGoal::hole,
+                                                .hole_bytes = block_bytes,
+                                                .hole_alignment = alignment,
+                                                .release_empty_segments = false});
+      placed = report.goal_met && try_place(slot, block_bytes, alignment);
+    } catch (...) {
+      table_->release(slot);
+      ++failures_;
+      throw;
+    }
+  }
+  if (!placed) {
+    try {
+      placed = grow(block_bytes, alignment) && try_place(slot, block_bytes, alignment);
+    } catch (const device_error&) {
+      table_->release(slot);
+      ++failures_;
+      throw;
+    }
+  }
+  if (!placed) {
+    table_->release(slot);
+    ++failures_;
+    throw_out_of_memory(bytes, alignment);
+  }
+  used_ += block_bytes;
+  requested_ += bytes;
+  peak_used_ = std::max(peak_used_, used_);
+  if (pinned) ++pinned_;
+  if (options_.guard_bytes != 0) write_guard(slot);
+  return table_->handle_of(slot);
+}
+
+bool Pool::try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment) {
+  for (std::uint32_t index = 0; index < segments_.size(); ++index) {
+    if (auto placed = segments_[index]->heap.allocate(block_bytes, alignment, slot)) {
+      Slot& entry = (*table_)[slot];
+      entry.segment = index;
+      entry.offset = placed->offset;
+      entry.block = placed->block;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Pool::grow(std::uint64_t block_bytes, std::uint64_t alignment) {
+  if (options_.max_capacity_bytes == 0) return false;
+  const std::uint64_t step = options_.segment_bytes != 0 ? options_.segment_bytes : first_segment_bytes_;
+  const std::uint64_t room = options_.max_capacity_bytes - reserved_;
+  // cudaMalloc'd regions are 256-byte aligned; larger alignments need slack in the new segment.
+  const std::uint64_t needed = align_up(block_bytes + (alignment > 256 ? alignment : 0), options_.granularity);
+  if (needed > room) return false;
+  const std::uint64_t bytes = std::min(room, std::max(step, needed)) & ~(options_.granularity - 1);
+  Region region;
+  try {
+    region = device_->obtain(bytes);
+  } catch (const out_of_memory&) {
+    return false;
+  }
+  segments_.push_back(std::make_unique<Segment>(region, options_.granularity));
+  reserved_ += bytes;
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  return true;
+}
+
+void Pool::throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const {
+  const PoolStatistics statistics = statistics_locked();
+  throw out_of_memory(detail::message(
+      "requested ", format_bytes(bytes), " (", bytes, " bytes, alignment ", alignment, "); the pool has ",
+      format_bytes(statistics.free_bytes), " free of ", format_bytes(statistics.reserved_bytes), " reserved in ",
+      statistics.segments, " segment(s), largest free block ", format_bytes(statistics.largest_free_block),
+      ", fragmentation ", statistics.fragmentation(), ", ", statistics.pinned_allocations, " pinned of ",
+      statistics.live_allocations, " live buffers, growth limit ",
+      format_bytes(std::max(options_.max_capacity_bytes, statistics.reserved_bytes))));
+}
+
+void Pool::free(Handle handle) {
+  std::unique_lock lock(mutex_);
+  const std::uint32_t slot = table_->check(handle);
+  const Slot& entry = (*table_)[slot];
+  if (entry.pins != 0) {
+    throw state_error(detail::message("cannot free buffer {slot ", slot, "}: it is pinned ", entry.pins,
+                                      " time(s); release every pin first"));
+  }
+  if (options_.guard_bytes != 0) check_guard_locked(slot);
+  free_locked(slot, lock);
+}
+
+bool Pool::release(Handle handle) noexcept {
+  try {
+    std::unique_lock lock(mutex_);
+    if (!table_->valid(handle)) return false;
+    const std::uint32_t slot = handle.slot;
+    if ((*table_)[slot].pins != 0 && (*table_)[slot].kind == SlotKind::buffer) return false;
+    free_locked(slot, lock);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
+  Slot& entry = (*table_)[slot];
+  if (entry.pending_uses != 0) {  // the memory must not be reused before those streams are done
+    auto uses_this_slot = [&](const PendingUse& use) { return use.slot == slot; };
+    for (const PendingUse& use : pending_uses_) {
+      if (uses_this_slot(use)) {
+        device_->host_wait(use.token);
+        device_->forget(use.token);
+      }
+    }
+    std::erase_if(pending_uses_, uses_this_slot);
+  }
+  segments_[entry.segment]->heap.free(entry.block);
+  used_ -= entry.block_bytes;
+  requested_ -= entry.bytes;
+  if (entry.pins != 0 || entry.kind == SlotKind::arena) --pinned_;
+  table_->release(slot);
+}
+
+bool Pool::valid(Handle handle) const noexcept {
+  std::lock_guard lock(mutex_);
+  return table_->valid(handle);
+}
+
+std::uint64_t Pool::size(Handle handle) const {
+  std::lock_guard lock(mutex_);
+  return (*table_)[table_->check(handle)].bytes;
+}
+
+std::uint64_t Pool::slot_address(std::uint32_t slot) const {
+  const Slot& entry = (*table_)[slot];
+  return segments_[entry.segment]->region.address + entry.offset;
+}
+
+std::uint64_t Pool::pin(Handle handle) {
+  std::lock_guard lock(mutex_);
+  const std::uint32_t slot = table_->check(handle);
+  Slot& entry = (*table_)[slot];
+  if (entry.pins++ == 0 && entry.kind == SlotKind::buffer) ++pinned_;
+  return slot_address(slot);
+}
+
+void Pool::unpin(Handle handle, Stream stream) {
+  std::lock_guard lock(mutex_);
+  const std::uint32_t slot = table_->check(handle);
+  Slot& entry = (*table_)[slot];
+  if (entry.pins == 0) {
+    throw state_error(detail::message("unpin of buffer {slot ", slot, "}, which is not pinned"));
+  }
+  if (stream != nullptr) {
+    pending_uses_.push_back({slot, device_->record_use_end(stream)});
+    ++entry.pending_uses;
+  }
+  if (--entry.pins == 0 && entry.kind == SlotKind::buffer) --pinned_;
+}
+
+bool Pool::unpin_noexcept(Handle handle, Stream stream) noexcept {
+  try {
+    unpin(handle, stream);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::uint64_t Pool::address(Handle handle) const {
+  std::lock_guard lock(mutex_);
+  return slot_address(table_->check(handle));
+}
+
+namespace {
+void check_range(std::uint32_t slot, std::uint64_t offset, std::uint64_t bytes, std::uint64_t size) {
+  if (offset > size || bytes > size - offset) {
+    throw invalid_argument(detail::message("access of ", bytes, " bytes at offset ", offset, " to buffer {slot ",
+                                           slot, "} of ", size, " bytes"));
+  }
+}
+}  // namespace
+
+// Copies run outside the lock, with the buffer pinned so that no compaction moves it meanwhile.
+void Pool::write(Handle handle, gsl::span<const std::byte> data, std::uint64_t offset, Stream stream) {
+  const std::uint64_t destination = pin(handle);
+  try {
+    check_range(handle.slot, offset, data.size(), size(handle));
+    device_->copy_from_host(destination + offset, data.data(), data.size(), stream);
+  } catch (...) {
+    unpin_noexcept(handle);
+    throw;
+  }
+  unpin(handle);
+}
+
+void Pool::read(Handle handle, gsl::span<std::byte> data, std::uint64_t offset, Stream stream) const {
+  auto& self = const_cast<Pool&>(*this);  // pinning is bookkeeping, not a change of the buffer
+  const std::uint64_t source = self.pin(handle);
+  try {
+    check_range(handle.slot, offset, data.size(), size(handle));
+    device_->copy_to_host(data.data(), source + offset, data.size(), stream);
+  } catch (...) {
+    self.unpin_noexcept(handle);
+    throw;
+  }
+  self.unpin(handle);
+}
+
+void Pool::fill(Handle handle, std::byte value, Stream stream) {
+  const std::uint64_t destination = pin(handle);
+  try {
+    device_->fill(destination, value, size(handle), stream);
+  } catch (...) {
+    unpin_noexcept(handle);
+    throw;
+  }
+  unpin(handle);
+}
+
+}  // namespace vramkit

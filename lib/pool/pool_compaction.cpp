@@ -1,0 +1,165 @@
+// Pool compaction: plan (compactor), execute (device), then rewrite slots and rebuild heaps for the
+// moves that completed. A device failure part way leaves every handle resolving to intact data.
+#include "pool/pool_segment.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <vramkit/compactor/chunk_plan.hpp>
+#include <vramkit/detail/message.hpp>
+#include <vramkit/errors.hpp>
+
+namespace vramkit {
+
+// Live blocks of every segment in address order, as the planner sees them. O(blocks).
+std::vector<std::vector<compactor::LiveBlock>> Pool::live_layout() const {
+  std::vector<std::vector<compactor::LiveBlock>> layout(segments_.size());
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    auto& blocks = layout[index];
+    blocks.reserve(segments_[index]->heap.statistics().allocated_blocks);
+    segments_[index]->heap.for_each_block([&](const HeapBlock& block) {
+      if (block.free) return;
+      const Slot& entry = (*table_)[block.tag];
+      blocks.push_back({block.offset, block.bytes, entry.alignment,
+                        entry.pins == 0 && entry.kind == SlotKind::buffer, block.tag});
+    });
+  }
+  return layout;
+}
+
+std::vector<compactor::SegmentLayout> Pool::layouts(
+    const std::vector<std::vector<compactor::LiveBlock>>& blocks) const {
+  std::vector<compactor::SegmentLayout> result(segments_.size());
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    result[index] = {static_cast<std::uint32_t>(index), segments_[index]->region.bytes, options_.granularity,
+                     blocks[index]};
+  }
+  return result;
+}
+
+CompactionReport Pool::compact(const CompactOptions& options) {
+  std::lock_guard lock(mutex_);
+  return compact_locked(options);
+}
+
+CompactionReport Pool::compact_locked(const CompactOptions& options) {
+  if (options.goal == CompactGoal::hole && options.hole_bytes == 0) {
+    throw invalid_argument("compaction goal 'hole' needs hole_bytes > 0");
+  }
+  if (options.goal == CompactGoal::hole && (options.hole_alignment & (options.hole_alignment - 1)) != 0) {
+    throw invalid_argument(detail::message("hole alignment ", options.hole_alignment, " is not a power of two"));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  CompactionReport report;
+  {
+    const PoolStatistics before = statistics_locked();
+    report.fragmentation_before = before.fragmentation();
+    report.largest_free_before = before.largest_free_block;
+  }
+  if (options_.guard_bytes != 0) {  // never move a block whose margin shows corruption
+    for (std::size_t slot = 0; slot < table_->size(); ++slot) {
+      if ((*table_)[slot].live) check_guard_locked(static_cast<std::uint32_t>(slot));
+    }
+  }
+  const auto blocks = live_layout();
+  const auto segment_layouts = layouts(blocks);
+  std::vector<compactor::Move> moves;
+  if (options.goal == CompactGoal::full) {
+    std::uint64_t budget = options.max_bytes_moved;
+    for (const auto& layout : segment_layouts) {
+      auto segment_moves = compactor::plan_full(layout, budget);
+      budget -= compactor::bytes_moved(segment_moves);
+      moves.insert(moves.end(), segment_moves.begin(), segment_moves.end());
+    }
+  } else {
+    const std::uint64_t alignment = std::max(options.hole_alignment, options_.granularity);
+    auto plan = compactor::plan_hole(segment_layouts, options.hole_bytes, alignment, options.max_bytes_moved);
+    report.goal_met = plan.has_value();
+    if (plan) moves = std::move(plan->moves);
+  }
+  apply_moves(moves, report);
+  if (options.goal == CompactGoal::full && options.release_empty_segments) release_trailing_segments(report);
+
+  const PoolStatistics after = statistics_locked();
+  report.fragmentation_after = after.fragmentation();
+  report.largest_free_after = after.largest_free_block;
+  report.seconds = std::chrono::steady_clock::now() - started;
+  ++compactions_;
+  compaction_time_ += report.seconds;
+  return report;
+}
+
+// Executes moves and applies the completed ones to slots and heaps. Throws device_error after
+// applying what completed if the device failed part way.
+void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionReport& report) {
+  if (moves.empty()) return;
+  std::vector<compactor::CopyRange> ranges;
+  ranges.reserve(moves.size());
+  for (const auto& move : moves) {
+    ranges.push_back({segments_[move.from_segment]->region.address + move.from_offset,
+                      segments_[move.to_segment]->region.address + move.to_offset, move.bytes});
+  }
+  const compactor::ChunkPlan plan = compactor::make_chunk_plan(ranges);
+  for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
+  const ExecutionResult result = device_->execute(plan, moves.size());
+  for (const PendingUse& use : pending_uses_) {  // execute() waited for them: they are over
+    device_->forget(use.token);
+    (*table_)[use.slot].pending_uses = 0;
+  }
+  pending_uses_.clear();
+
+  // Rebuild each touched segment's heap from its live blocks at their new places.
+  std::vector<std::uint8_t> touched(segments_.size(), 0);
+  for (std::size_t index = 0; index < moves.size(); ++index) {
+    if (!result.complete && !result.move_completed[index]) continue;
+    const auto& move = moves[index];
+    Slot& entry = (*table_)[move.tag];
+    entry.segment = move.to_segment;
+    entry.offset = move.to_offset;
+    touched[move.from_segment] = touched[move.to_segment] = 1;
+    ++report.blocks_moved;
+    report.bytes_moved += move.bytes;
+  }
+  std::vector<std::vector<HeapPlacement>> placements(segments_.size());
+  for (std::size_t slot = 0; slot < table_->size(); ++slot) {
+    const Slot& entry = (*table_)[slot];
+    if (entry.live && touched[entry.segment]) {
+      placements[entry.segment].push_back({entry.offset, entry.block_bytes, static_cast<std::uint32_t>(slot)});
+    }
+  }
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    if (!touched[index]) continue;
+    auto& list = placements[index];
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
+    for (std::size_t i = 0; i < list.size(); ++i) (*table_)[list[i].tag].block = ids[i];
+  }
+  blocks_moved_ += report.blocks_moved;
+  bytes_moved_ += report.bytes_moved;
+  if (!result.complete) {
+    throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", moves.size(),
+                                       " moves: ", result.error, "; every buffer is intact"));
+  }
+}
+
+// Empties trailing segments into the others and gives them back to the device. Segment 0 stays.
+void Pool::release_trailing_segments(CompactionReport& report) {
+  while (segments_.size() > 1) {
+    const std::size_t victim = segments_.size() - 1;
+    if (segments_[victim]->heap.statistics().allocated_blocks != 0) {
+      const auto blocks = live_layout();
+      const auto plan = compactor::plan_evacuation(layouts(blocks), victim);
+      if (!plan) return;
+      apply_moves(*plan, report);
+      if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;
+    }
+    const Region region = segments_[victim]->region;
+    segments_.pop_back();
+    device_->release(region);
+    reserved_ -= region.bytes;
+    ++report.segments_released;
+    report.bytes_released += region.bytes;
+  }
+}
+
+}  // namespace vramkit

@@ -1,0 +1,107 @@
+// The GPU test program: the pool on the CUDA device. Exits 77 (ctest: skipped) without a GPU.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <random>
+
+#include <vramkit/vramkit.hpp>
+
+#include "gpu/gpu_kernels.hpp"
+#include "support/compaction_property.hpp"
+#include "support/patterns.hpp"
+
+using namespace vramkit;
+using namespace vramkit_gpu_test;
+
+namespace {
+std::vector<std::uint32_t> expected_index(std::uint64_t count, std::uint32_t key) {
+  std::vector<std::uint32_t> values(count);
+  for (std::uint64_t i = 0; i < count; ++i) values[i] = key * 2654435761u + static_cast<std::uint32_t>(i);
+  return values;
+}
+}  // namespace
+
+TEST_CASE("a kernel writes through a pinned buffer and the host reads the data back", "[gpu]") {
+  Pool pool({.capacity_bytes = 64_MiB}, make_cuda_device());
+  REQUIRE(pool.device().kind() == DeviceKind::cuda);
+  DeviceBuffer<std::uint32_t> buffer(pool, 1 << 20);
+  {
+    auto pinned = buffer.pin();
+    launch_fill_index(pinned.data(), pinned.size(), 7, nullptr);
+    synchronize_device();
+  }
+  CHECK(buffer.to_vector() == expected_index(1 << 20, 7));
+}
+
+TEST_CASE("compaction on the GPU keeps every live byte over random operation sequences", "[gpu][compaction]") {
+  const std::uint64_t seed = std::random_device{}();
+  for (std::uint64_t run = 0; run < 2; ++run) {
+    vramkit_test::run_property_test(make_cuda_device(), seed + run, 4000, 64_MiB);
+  }
+}
+
+TEST_CASE("large overlapping slides on the GPU keep memmove semantics", "[gpu][compaction]") {
+  Pool pool({.capacity_bytes = 1_GiB}, make_cuda_device());
+  // Displacements: under one chunk, exactly one chunk, just under the block size, over it.
+  for (std::uint64_t gap : {1_KiB, 64_KiB, 16_MiB - 256, 40_MiB}) {
+    INFO("gap " << gap);
+    std::vector<Handle> spacers, blocks;
+    for (int i = 0; i < 4; ++i) {
+      spacers.push_back(pool.allocate(gap));
+      blocks.push_back(pool.allocate(16_MiB));
+    }
+    for (int i = 0; i < 4; ++i) vramkit_test::write_pattern(pool, blocks[i], 1000 + i);
+    for (Handle spacer : spacers) pool.free(spacer);
+    const CompactionReport report = pool.compact();
+    CHECK(report.blocks_moved == 4);
+    CHECK(report.fragmentation_after == 0.0);
+    for (int i = 0; i < 4; ++i) CHECK(vramkit_test::holds_pattern(pool, blocks[i], 1000 + i));
+    for (Handle block : blocks) pool.free(block);
+  }
+}
+
+TEST_CASE("a buffer released on a stream is moved only after that stream's work, and later work sees the new place",
+          "[gpu][streams]") {
+  Pool pool({.capacity_bytes = 256_MiB}, make_cuda_device());
+  const Stream stream = create_stream();
+  DeviceBuffer<std::uint32_t> spacer(pool, 16 << 20);
+  DeviceBuffer<std::uint32_t> buffer(pool, 8 << 20);
+  const std::uint64_t old_address = pool.address(buffer.handle());
+  {
+    auto pinned = buffer.pin(stream);  // the pin ends where the stream's kernel ends
+    launch_slow_fill_index(pinned.data(), pinned.size(), 99, 200.0, stream);
+  }
+  spacer.reset();
+  const CompactionReport report = pool.compact();  // at once, while the kernel still runs
+  CHECK(report.blocks_moved == 1);
+  CHECK(pool.address(buffer.handle()) != old_address);
+  CHECK(buffer.to_vector() == expected_index(8 << 20, 99));
+  {
+    auto pinned = buffer.pin(stream);  // work queued after the compaction uses the new place
+    launch_fill_index(pinned.data(), pinned.size(), 5, stream);
+  }
+  synchronize_device();
+  CHECK(buffer.to_vector() == expected_index(8 << 20, 5));
+  destroy_stream(stream);
+}
+
+TEST_CASE("allocation on the GPU fails over to a hole made by a minimal compaction", "[gpu][compaction]") {
+  Pool pool({.capacity_bytes = 64_MiB}, make_cuda_device());
+  std::vector<Handle> handles;
+  for (int i = 0; i < 64; ++i) handles.push_back(pool.allocate(1_MiB));
+  for (int i = 0; i < 64; i += 2) pool.free(handles[i]);
+  for (int i = 1; i < 64; i += 2) vramkit_test::write_pattern(pool, handles[i], i);
+  const Handle big = pool.allocate(8_MiB);
+  CHECK(pool.size(big) == 8_MiB);
+  for (int i = 1; i < 64; i += 2) CHECK(vramkit_test::holds_pattern(pool, handles[i], i));
+}
+
+int main(int argc, char** argv) {
+  if (!cuda_available()) {
+    std::printf("no CUDA device: GPU tests skipped\n");
+    return 77;
+  }
+  std::printf("GPU tests on %s\n", make_cuda_device()->name().c_str());
+  return Catch::Session().run(argc, argv);
+}

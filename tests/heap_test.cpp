@@ -1,0 +1,205 @@
+// Heap: TLSF allocation, coalescing, alignment, traversal and exact statistics.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include <vramkit/errors.hpp>
+#include <vramkit/heap.hpp>
+
+using vramkit::Heap;
+
+TEST_CASE("heap rejects a zero capacity, a capacity off the granularity and a granularity that is not a power of two",
+          "[heap]") {
+  CHECK_THROWS_AS(Heap(0), vramkit::invalid_argument);
+  CHECK_THROWS_AS(Heap(1000, 256), vramkit::invalid_argument);
+  CHECK_THROWS_AS(Heap(1024, 3), vramkit::invalid_argument);
+  CHECK_THROWS_WITH(Heap(1024, 3), Catch::Contains("3"));
+}
+
+TEST_CASE("heap starts as one free range and serves a block at offset 0 rounded to the granularity", "[heap]") {
+  Heap heap(1 << 20);
+  CHECK(heap.free_ranges() == 1);
+  CHECK(heap.largest_free_block() == 1 << 20);
+  const auto block = heap.allocate(100, 256, 7);
+  REQUIRE(block);
+  CHECK(block->offset == 0);
+  CHECK(block->bytes == 256);
+  CHECK(heap.block(block->block).tag == 7);
+  CHECK(heap.free_bytes() == (1 << 20) - 256);
+  heap.check_invariants();
+}
+
+TEST_CASE("heap coalesces a freed block with both free neighbours", "[heap]") {
+  Heap heap(4096);
+  auto a = heap.allocate(1024, 256, 1), b = heap.allocate(1024, 256, 2), c = heap.allocate(1024, 256, 3);
+  REQUIRE((a && b && c));
+  heap.free(a->block);
+  heap.free(c->block);
+  CHECK(heap.free_ranges() == 2);  // [0,1024) and [2048,4096)
+  heap.free(b->block);
+  CHECK(heap.free_ranges() == 1);
+  CHECK(heap.largest_free_block() == 4096);
+  heap.check_invariants();
+}
+
+TEST_CASE("heap honours alignments above the granularity and leaves the padding free", "[heap]") {
+  Heap heap(1 << 20);
+  REQUIRE(heap.allocate(256, 256, 1));
+  const auto aligned = heap.allocate(1000, 4096, 2);
+  REQUIRE(aligned);
+  CHECK(aligned->offset % 4096 == 0);
+  CHECK(aligned->offset == 4096);
+  CHECK(heap.free_ranges() == 2);
+  heap.check_invariants();
+}
+
+TEST_CASE("heap fails only when no free block can hold the request", "[heap]") {
+  Heap heap(64 * 256);
+  std::vector<vramkit::BlockId> blocks;
+  for (int i = 0; i < 64; ++i) blocks.push_back(heap.allocate(256, 256, i)->block);
+  CHECK_FALSE(heap.allocate(1, 256, 0));
+  // Free a run of 3 blocks (768 bytes): a request of exactly 768 must succeed even though the
+  // rounded-up size class search alone would miss it.
+  heap.free(blocks[10]);
+  heap.free(blocks[11]);
+  heap.free(blocks[12]);
+  CHECK_FALSE(heap.allocate(1024, 256, 0));
+  const auto fit = heap.allocate(768, 256, 99);
+  REQUIRE(fit);
+  CHECK(fit->offset == 10 * 256);
+  heap.check_invariants();
+}
+
+TEST_CASE("heap exact fit inside a non-power-of-two class is found by the scan of its own class", "[heap]") {
+  const std::uint64_t units = 37;  // class with 5 second-level bits; 37 units is mid-class
+  Heap heap(units * 256 * 4);
+  auto a = heap.allocate(units * 256, 256, 1);
+  auto guard = heap.allocate(256, 256, 2);
+  REQUIRE((a && guard));
+  heap.free(a->block);
+  REQUIRE(heap.allocate(heap.largest_free_block(), 256, 3));  // the tail
+  // Only the 37-unit hole remains free.
+  REQUIRE(heap.free_ranges() == 1);
+  CHECK(heap.allocate(units * 256, 256, 4));
+  heap.check_invariants();
+}
+
+TEST_CASE("heap walks blocks in address order and rebuilds from placements", "[heap]") {
+  Heap heap(8192);
+  REQUIRE(heap.allocate(512, 256, 1));
+  REQUIRE(heap.allocate(256, 256, 2));
+  std::uint64_t cursor = 0;
+  int blocks = 0;
+  heap.for_each_block([&](const vramkit::HeapBlock& block) {
+    CHECK(block.offset == cursor);
+    cursor += block.bytes;
+    ++blocks;
+  });
+  CHECK(cursor == 8192);
+  CHECK(blocks == 3);
+  const std::vector<vramkit::HeapPlacement> placements{{0, 512, 1}, {1024, 256, 2}};
+  const auto ids = heap.rebuild(placements);
+  REQUIRE(ids.size() == 2);
+  CHECK(heap.block(ids[1]).offset == 1024);
+  CHECK(heap.block(ids[1]).tag == 2);
+  CHECK(heap.free_ranges() == 2);
+  heap.check_invariants();
+  const std::vector<vramkit::HeapPlacement> overlapping{{0, 512, 1}, {256, 256, 2}};
+  CHECK_THROWS_AS(heap.rebuild(overlapping), std::logic_error);
+}
+
+TEST_CASE("heap allocate_at claims exactly the range asked for, inside one free block", "[heap]") {
+  Heap heap(8192);
+  const auto at = heap.allocate_at(1024, 512, 5);
+  REQUIRE(at);
+  CHECK(at->offset == 1024);
+  CHECK_FALSE(heap.allocate_at(1280, 256, 6));  // inside the block just claimed
+  CHECK_FALSE(heap.allocate_at(100, 256, 6));   // not on the granularity
+  heap.check_invariants();
+}
+
+// The reference: a sorted map of live ranges. After every step the heap's blocks, statistics and
+// non-overlap are compared with what the reference computes.
+TEST_CASE("heap matches a reference model over 100,000 random allocations and frees", "[heap][random]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "heap random test seed " << seed << '\n';
+  INFO("seed " << seed);
+  std::mt19937_64 random(seed);
+  const std::uint64_t capacity = 64ull << 20;
+  Heap heap(capacity);
+  struct Live {
+    vramkit::BlockId block;
+    std::uint64_t bytes;
+  };
+  std::map<std::uint64_t, Live> live;  // offset -> block
+  std::uint64_t used = 0;
+  std::uniform_real_distribution<double> log_size(std::log(1.0), std::log(2.0 * (1 << 20)));
+  for (int step = 0; step < 100000; ++step) {
+    const bool allocate = live.empty() || random() % 100 < 55;
+    if (allocate) {
+      const auto bytes = static_cast<std::uint64_t>(std::exp(log_size(random)));
+      const std::uint64_t alignment = std::uint64_t{256} << (random() % 8 == 0 ? random() % 6 : 0);
+      const auto block = heap.allocate(bytes, alignment, static_cast<std::uint32_t>(step));
+      if (!block) {
+        // Fails only if no free range fits the request with its alignment.
+        std::uint64_t cursor = 0;
+        bool fits = false;
+        auto consider = [&](std::uint64_t start, std::uint64_t end) {
+          const std::uint64_t aligned = (start + alignment - 1) / alignment * alignment;
+          fits |= aligned < end && end - aligned >= (bytes + 255) / 256 * 256;
+        };
+        for (const auto& [offset, entry] : live) {
+          consider(cursor, offset);
+          cursor = offset + entry.bytes;
+        }
+        consider(cursor, capacity);
+        REQUIRE_FALSE(fits);
+        continue;
+      }
+      REQUIRE(block->offset % alignment == 0);
+      REQUIRE(block->bytes == (bytes + 255) / 256 * 256);
+      auto next = live.lower_bound(block->offset);
+      if (next != live.end()) REQUIRE(block->offset + block->bytes <= next->first);
+      if (next != live.begin()) {
+        auto previous = std::prev(next);
+        REQUIRE(previous->first + previous->second.bytes <= block->offset);
+      }
+      live.emplace(block->offset, Live{block->block, block->bytes});
+      used += block->bytes;
+    } else {
+      auto victim = live.begin();
+      std::advance(victim, static_cast<long>(random() % live.size()));
+      heap.free(victim->second.block);
+      used -= victim->second.bytes;
+      live.erase(victim);
+    }
+    // Statistics against the reference.
+    std::uint64_t cursor = 0, free_ranges = 0, largest = 0;
+    double squares = 0;
+    auto gap = [&](std::uint64_t start, std::uint64_t end) {
+      if (end > start) {
+        ++free_ranges;
+        largest = std::max(largest, end - start);
+        squares += static_cast<double>(end - start) * static_cast<double>(end - start);
+      }
+    };
+    for (const auto& [offset, entry] : live) {
+      gap(cursor, offset);
+      cursor = offset + entry.bytes;
+    }
+    gap(cursor, capacity);
+    const auto statistics = heap.statistics();
+    REQUIRE(statistics.used_bytes == used);
+    REQUIRE(statistics.free_bytes == capacity - used);
+    REQUIRE(statistics.free_ranges == free_ranges);
+    REQUIRE(statistics.largest_free_block == largest);
+    REQUIRE(statistics.allocated_blocks == live.size());
+    REQUIRE(statistics.sum_of_squared_free == Approx(squares).epsilon(1e-12));
+    if (step % 1000 == 0) heap.check_invariants();
+  }
+  heap.check_invariants();
+}
