@@ -114,7 +114,8 @@ TEST_CASE("write and read round-trip bytes and refuse ranges outside the buffer"
   CHECK(holds_pattern(pool, handle, 42));
   std::vector<std::byte> part(10);
   pool.read(handle, part, 990);
-  CHECK(part == std::vector<std::byte>(pattern(42, 1000).begin() + 990, pattern(42, 1000).end()));
+  const auto expected = pattern(42, 1000);
+  CHECK(part == std::vector<std::byte>(expected.begin() + 990, expected.end()));
   std::vector<std::byte> too_long(11);
   CHECK_THROWS_AS(pool.read(handle, too_long, 990), vramkit::invalid_argument);
   CHECK_THROWS_AS(pool.write(handle, too_long, 995), vramkit::invalid_argument);

@@ -19,6 +19,7 @@
 #include <vramkit/compaction.hpp>
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/device.hpp>
+#include <vramkit/errors.hpp>
 #include <vramkit/handle.hpp>
 #include <vramkit/statistics.hpp>
 
@@ -64,7 +65,7 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  /// A block of `bytes` (> 0) aligned to `alignment` (a power of two). On failure: a minimal
+  /// A block of `bytes` (> 0) aligned to `alignment` (a power of two up to 2 MiB). On failure: a minimal
   /// compaction (if enabled), then growth (if allowed), then out_of_memory carrying statistics.
   Handle allocate(std::uint64_t bytes, std::uint64_t alignment = 256);
   /// Like allocate, but the block is pinned for its whole life (arenas, raw-pointer users).
@@ -118,6 +119,7 @@ class Pool {
   Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<std::mutex>& lock);
   bool try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
   bool grow(std::uint64_t block_bytes, std::uint64_t alignment);
+  void add_segment(std::uint64_t bytes);
   void free_locked(std::uint32_t slot, std::unique_lock<std::mutex>& lock);
   CompactionReport compact_locked(const CompactOptions& options);
   void apply_moves(const std::vector<compactor::Move>& moves, CompactionReport& report);

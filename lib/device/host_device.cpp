@@ -32,7 +32,8 @@ Region HostDevice::obtain(std::uint64_t bytes) {
                                         format_bytes(options_.capacity_bytes - obtained_bytes_), " of ",
                                         format_bytes(options_.capacity_bytes), " simulated memory left"));
   }
-  void* memory = std::aligned_alloc(256, (bytes + 255) & ~std::uint64_t{255});
+  // 2 MiB aligned, like large cudaMalloc regions: the pool then needs no alignment slack.
+  void* memory = std::aligned_alloc(2_MiB, (bytes + 2_MiB - 1) & ~(2_MiB - 1));
   if (memory == nullptr) throw out_of_memory(detail::message("host RAM: cannot allocate ", format_bytes(bytes)));
   const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory));
   regions_.emplace(address, bytes);

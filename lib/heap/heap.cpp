@@ -50,8 +50,8 @@ Heap::SizeClass Heap::class_of(std::uint64_t units) const {
 // The first non-empty class at or above `start`. Two bit scans.
 std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const {
   if (start.first >= first_level_count) return std::nullopt;
-  std::uint32_t second_bits = second_level_bitmap_[start.first] & (~0u << start.second);
-  if (start.second >= second_level_count) second_bits = 0;
+  const std::uint32_t second_bits =
+      start.second >= second_level_count ? 0u : second_level_bitmap_[start.first] & (~0u << start.second);
   if (second_bits != 0) return SizeClass{start.first, static_cast<unsigned>(std::countr_zero(second_bits))};
   if (start.first + 1 >= first_level_count) return std::nullopt;
   const std::uint64_t first_bits = first_level_bitmap_ & (~std::uint64_t{0} << (start.first + 1));
@@ -182,15 +182,20 @@ std::optional<HeapAllocation> Heap::allocate(std::uint64_t bytes, std::uint64_t 
     const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
     units += (std::uint64_t{1} << (top - second_level_log2)) - 1;
   }
-  if (auto size_class = find_class_at_least(class_of(units))) {
-    const BlockId id = free_heads_[size_class->first][size_class->second];
-    const auto offset = fit_offset(nodes_[id], rounded, alignment);
-    if (offset) return take(id, *offset, rounded, tag);
-  }
-  // The class of the request itself may still hold a block that fits; scan it.
-  const SizeClass exact = class_of(rounded >> granularity_log2_);
-  for (BlockId id = free_heads_[exact.first][exact.second]; id != no_block; id = nodes_[id].next_free) {
+  const auto found = find_class_at_least(class_of(units));
+  if (found) {
+    const BlockId id = free_heads_[found->first][found->second];
     if (const auto offset = fit_offset(nodes_[id], rounded, alignment)) return take(id, *offset, rounded, tag);
+  }
+  // Below the class that guarantees a fit, a block may still fit (the request's own class, or with
+  // alignment padding smaller than the worst case): scan those classes so that allocate fails only
+  // when nothing fits. Only reached when the O(1) search finds nothing.
+  for (auto size_class = find_class_at_least(class_of(rounded >> granularity_log2_)); size_class;
+       size_class = find_class_at_least({size_class->first, size_class->second + 1})) {
+    if (found && size_class->first == found->first && size_class->second == found->second) break;
+    for (BlockId id = free_heads_[size_class->first][size_class->second]; id != no_block; id = nodes_[id].next_free) {
+      if (const auto offset = fit_offset(nodes_[id], rounded, alignment)) return take(id, *offset, rounded, tag);
+    }
   }
   return std::nullopt;
 }

@@ -16,7 +16,7 @@ bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value
 std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
   return (value + alignment - 1) & ~(alignment - 1);
 }
-constexpr std::uint64_t max_alignment = 1ull << 30;
+constexpr std::uint64_t max_alignment = segment_alignment;
 
 }  // namespace
 
@@ -60,9 +60,21 @@ Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
     options_.guard_bytes = align_up(options_.guard_bytes, options_.granularity);
   }
   first_segment_bytes_ = capacity;
-  const Region region = device_->obtain(capacity);
-  segments_.push_back(std::make_unique<Segment>(region, options_.granularity));
-  reserved_ = peak_reserved_ = capacity;
+  add_segment(capacity);
+}
+
+// Obtains a region and makes it a segment whose base is 2 MiB aligned: the device's large regions
+// usually are; otherwise the region is taken again with room to align.
+void Pool::add_segment(std::uint64_t bytes) {
+  Region region = device_->obtain(bytes);
+  if (region.address % segment_alignment != 0) {
+    device_->release(region);
+    region = device_->obtain(bytes + segment_alignment);
+  }
+  const std::uint64_t base = align_up(region.address, segment_alignment);
+  segments_.push_back(std::make_unique<Segment>(region, base, bytes, options_.granularity));
+  reserved_ += bytes;
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
 }
 
 Pool::~Pool() {
@@ -168,19 +180,14 @@ bool Pool::grow(std::uint64_t block_bytes, std::uint64_t alignment) {
   if (options_.max_capacity_bytes == 0) return false;
   const std::uint64_t step = options_.segment_bytes != 0 ? options_.segment_bytes : first_segment_bytes_;
   const std::uint64_t room = options_.max_capacity_bytes - reserved_;
-  // cudaMalloc'd regions are 256-byte aligned; larger alignments need slack in the new segment.
-  const std::uint64_t needed = align_up(block_bytes + (alignment > 256 ? alignment : 0), options_.granularity);
+  const std::uint64_t needed = block_bytes;  // segment bases are aligned to every alignment we serve
   if (needed > room) return false;
   const std::uint64_t bytes = std::min(room, std::max(step, needed)) & ~(options_.granularity - 1);
-  Region region;
   try {
-    region = device_->obtain(bytes);
+    add_segment(bytes);
   } catch (const out_of_memory&) {
     return false;
   }
-  segments_.push_back(std::make_unique<Segment>(region, options_.granularity));
-  reserved_ += bytes;
-  peak_reserved_ = std::max(peak_reserved_, reserved_);
   return true;
 }
 
@@ -251,7 +258,7 @@ std::uint64_t Pool::size(Handle handle) const {
 
 std::uint64_t Pool::slot_address(std::uint32_t slot) const {
   const Slot& entry = (*table_)[slot];
-  return segments_[entry.segment]->region.address + entry.offset;
+  return segments_[entry.segment]->base + entry.offset;
 }
 
 std::uint64_t Pool::pin(Handle handle) {

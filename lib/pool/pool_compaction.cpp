@@ -31,7 +31,7 @@ std::vector<compactor::SegmentLayout> Pool::layouts(
     const std::vector<std::vector<compactor::LiveBlock>>& blocks) const {
   std::vector<compactor::SegmentLayout> result(segments_.size());
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    result[index] = {static_cast<std::uint32_t>(index), segments_[index]->region.bytes, options_.granularity,
+    result[index] = {static_cast<std::uint32_t>(index), segments_[index]->heap.capacity(), options_.granularity,
                      blocks[index]};
   }
   return result;
@@ -96,8 +96,8 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionRepo
   std::vector<compactor::CopyRange> ranges;
   ranges.reserve(moves.size());
   for (const auto& move : moves) {
-    ranges.push_back({segments_[move.from_segment]->region.address + move.from_offset,
-                      segments_[move.to_segment]->region.address + move.to_offset, move.bytes});
+    ranges.push_back({segments_[move.from_segment]->base + move.from_offset,
+                      segments_[move.to_segment]->base + move.to_offset, move.bytes});
   }
   const compactor::ChunkPlan plan = compactor::make_chunk_plan(ranges);
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
@@ -154,11 +154,12 @@ void Pool::release_trailing_segments(CompactionReport& report) {
       if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;
     }
     const Region region = segments_[victim]->region;
+    const std::uint64_t bytes = segments_[victim]->heap.capacity();
     segments_.pop_back();
     device_->release(region);
-    reserved_ -= region.bytes;
+    reserved_ -= bytes;
     ++report.segments_released;
-    report.bytes_released += region.bytes;
+    report.bytes_released += bytes;
   }
 }
 

@@ -85,7 +85,7 @@ std::vector<SegmentInfo> Pool::segments() const {
   std::lock_guard lock(mutex_);
   std::vector<SegmentInfo> result;
   for (std::uint32_t index = 0; index < segments_.size(); ++index) {
-    result.push_back({index, segments_[index]->region.address, segments_[index]->region.bytes});
+    result.push_back({index, segments_[index]->base, segments_[index]->heap.capacity()});
   }
   return result;
 }
@@ -122,7 +122,7 @@ void Pool::check_invariants() const {
   for (std::uint32_t index = 0; index < segments_.size(); ++index) {
     const Heap& heap = segments_[index]->heap;
     heap.check_invariants();
-    reserved += segments_[index]->region.bytes;
+    reserved += heap.capacity();
     heap.for_each_block([&](const HeapBlock& block) {
       if (block.free) return;
       ++blocks;

@@ -1,0 +1,164 @@
+// Allocation benchmark: pool allocate+free pair latency, churn, threads, pin/unpin and handle
+// resolution, beside cudaMalloc and cudaMallocAsync measured in the same run (when a GPU is present).
+// Usage: vramkit_alloc_bench [--device host|cuda|auto] [--json FILE] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <vramkit/vramkit.hpp>
+
+#include "cuda_baselines.hpp"
+
+using namespace vramkit;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double ns_since(clock_type::time_point start, std::size_t count) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() / static_cast<double>(count);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double pool_pair_ns(Pool& pool, std::uint64_t bytes, int pairs) {
+  std::vector<double> runs;
+  for (int run = 0; run < 5; ++run) {
+    const auto start = clock_type::now();
+    for (int i = 0; i < pairs; ++i) pool.free(pool.allocate(bytes));
+    runs.push_back(ns_since(start, pairs));
+  }
+  return median(runs);
+}
+
+std::vector<std::uint64_t> log_uniform_sizes(std::size_t count, std::uint64_t low, std::uint64_t high, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> exponent(std::log(double(low)), std::log(double(high)));
+  std::vector<std::uint64_t> sizes(count);
+  for (auto& size : sizes) size = static_cast<std::uint64_t>(std::exp(exponent(random)));
+  return sizes;
+}
+
+double pool_churn_ns(Pool& pool, const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
+                     unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<Handle> blocks(live);
+  std::size_t next = 0;
+  for (auto& block : blocks) block = pool.allocate(sizes[next++ % sizes.size()]);
+  const auto start = clock_type::now();
+  for (std::size_t i = 0; i < replacements; ++i) {
+    const std::size_t victim = random() % live;
+    pool.free(blocks[victim]);
+    blocks[victim] = pool.allocate(sizes[next++ % sizes.size()]);
+  }
+  const double result = ns_since(start, replacements);
+  for (Handle block : blocks) pool.free(block);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device_name = "auto", json_path;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--device host|cuda|auto] [--json FILE] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  const DeviceChoice choice = device_name == "host" ? DeviceChoice::host
+                              : device_name == "cuda" ? DeviceChoice::cuda
+                                                      : DeviceChoice::automatic;
+  auto device = make_device(choice);
+  const bool cuda = device->kind() == DeviceKind::cuda && vramkit_bench::cuda_present();
+  std::printf("allocation benchmark on %s\n", device->name().c_str());
+  nlohmann::json report;
+  report["device"] = device->name();
+
+  Pool pool({.capacity_bytes = 1_GiB}, device);
+  const int pairs = quick ? 20000 : 200000;
+  std::printf("\n%-10s %14s %16s %18s %10s\n", "size", "pool ns/pair", "cudaMalloc ns", "cudaMallocAsync ns",
+              "async/pool");
+  for (std::uint64_t bytes = 256; bytes <= 256_MiB; bytes *= 16) {
+    const double pool_ns = pool_pair_ns(pool, bytes, pairs);
+    double malloc_ns = NAN, async_ns = NAN;
+    if (cuda) {
+      malloc_ns = vramkit_bench::cuda_malloc_pair_ns(bytes, quick ? 20 : 200);
+      async_ns = vramkit_bench::cuda_malloc_async_pair_ns(bytes, quick ? 2000 : 20000);
+    }
+    std::printf("%-10s %14.1f %16.1f %18.1f %10.1f\n", format_bytes(bytes).c_str(), pool_ns, malloc_ns, async_ns,
+                async_ns / pool_ns);
+    report["pair"].push_back({{"bytes", bytes}, {"pool_ns", pool_ns}, {"cuda_malloc_ns", malloc_ns},
+                              {"cuda_malloc_async_ns", async_ns}});
+  }
+
+  const std::size_t live = 2000, replacements = quick ? 5000 : 20000;
+  const auto sizes = log_uniform_sizes(live + replacements, 256, 4_MiB, 1);
+  const double pool_churn = pool_churn_ns(pool, sizes, live, replacements, 2);
+  double malloc_churn = NAN, async_churn = NAN;
+  if (cuda) {
+    malloc_churn = vramkit_bench::cuda_malloc_churn_ns(sizes, live, replacements, 2);
+    async_churn = vramkit_bench::cuda_malloc_async_churn_ns(sizes, live, replacements, 2);
+  }
+  std::printf("\nchurn (2,000 live, 256 B..4 MiB, %zu replacements), ns per replacement:\n", replacements);
+  std::printf("  pool %.1f   cudaMalloc %.1f   cudaMallocAsync %.1f   async/pool %.1fx\n", pool_churn, malloc_churn,
+              async_churn, async_churn / pool_churn);
+  report["churn"] = {{"pool_ns", pool_churn}, {"cuda_malloc_ns", malloc_churn}, {"cuda_malloc_async_ns", async_churn}};
+
+  // Pin + unpin, and resolving a handle to its address, on a buffer that does not move.
+  {
+    const Handle handle = pool.allocate(4096);
+    const int count = quick ? 200000 : 2000000;
+    auto start = clock_type::now();
+    for (int i = 0; i < count; ++i) {
+      pool.pin(handle);
+      pool.unpin(handle);
+    }
+    const double pin_ns = ns_since(start, count);
+    std::uint64_t sink = 0;
+    start = clock_type::now();
+    for (int i = 0; i < count; ++i) sink += pool.address(handle);
+    const double resolve_ns = ns_since(start, count);
+    std::printf("\npin+unpin %.1f ns, resolve %.1f ns (checksum %llu)\n", pin_ns, resolve_ns,
+                static_cast<unsigned long long>(sink & 1));
+    report["pin_unpin_ns"] = pin_ns;
+    report["resolve_ns"] = resolve_ns;
+    pool.free(handle);
+  }
+
+  // Threads, each churning its own blocks in the shared pool.
+  std::printf("\nthreads  churn ops/s   speed-up\n");
+  double one_thread = 0;
+  for (unsigned threads : {1u, 2u, 4u, 8u, 16u}) {
+    Pool shared({.capacity_bytes = 4_GiB}, device);
+    const std::size_t per_thread = quick ? 5000 : 20000;
+    std::vector<std::thread> workers;
+    const auto start = clock_type::now();
+    for (unsigned t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] { pool_churn_ns(shared, sizes, 100, per_thread, 10 + t); });
+    }
+    for (auto& worker : workers) worker.join();
+    const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    const double ops = static_cast<double>(threads * per_thread) / seconds;
+    if (threads == 1) one_thread = ops;
+    std::printf("%7u  %12.0f   %7.2fx\n", threads, ops, ops / one_thread);
+    report["threads"].push_back({{"threads", threads}, {"ops_per_second", ops}, {"speedup", ops / one_thread}});
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << '\n';
+  return 0;
+}

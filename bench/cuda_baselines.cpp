@@ -1,0 +1,121 @@
+#include "cuda_baselines.hpp"
+
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+namespace vramkit_bench {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+struct AsyncPool {
+  cudaStream_t stream = nullptr;
+  AsyncPool() {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    std::uint64_t threshold = UINT64_MAX;  // keep freed memory in the pool: the warm-pool case
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+  }
+  ~AsyncPool() { cudaStreamDestroy(stream); }
+};
+
+double elapsed_ns(clock_type::time_point start, std::size_t count) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() / static_cast<double>(count);
+}
+
+}  // namespace
+
+bool cuda_present() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+double cuda_malloc_pair_ns(std::uint64_t bytes, int pairs) {
+  void* warm = nullptr;
+  check(cudaMalloc(&warm, bytes), "cudaMalloc");
+  check(cudaFree(warm), "cudaFree");
+  const auto start = clock_type::now();
+  for (int i = 0; i < pairs; ++i) {
+    void* memory = nullptr;
+    check(cudaMalloc(&memory, bytes), "cudaMalloc");
+    check(cudaFree(memory), "cudaFree");
+  }
+  return elapsed_ns(start, pairs);
+}
+
+double cuda_malloc_async_pair_ns(std::uint64_t bytes, int pairs) {
+  AsyncPool async;
+  for (int i = 0; i < 16; ++i) {  // warm the pool
+    void* memory = nullptr;
+    check(cudaMallocAsync(&memory, bytes, async.stream), "cudaMallocAsync");
+    check(cudaFreeAsync(memory, async.stream), "cudaFreeAsync");
+  }
+  check(cudaStreamSynchronize(async.stream), "cudaStreamSynchronize");
+  const auto start = clock_type::now();
+  for (int i = 0; i < pairs; ++i) {
+    void* memory = nullptr;
+    check(cudaMallocAsync(&memory, bytes, async.stream), "cudaMallocAsync");
+    check(cudaFreeAsync(memory, async.stream), "cudaFreeAsync");
+  }
+  const double result = elapsed_ns(start, pairs);
+  check(cudaStreamSynchronize(async.stream), "cudaStreamSynchronize");
+  return result;
+}
+
+namespace {
+template <class Allocate, class Free>
+double churn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements, unsigned seed,
+             Allocate allocate, Free free) {
+  std::mt19937 random(seed);
+  std::vector<void*> blocks(live);
+  std::size_t next = 0;
+  for (auto& block : blocks) block = allocate(sizes[next++ % sizes.size()]);
+  const auto start = clock_type::now();
+  for (std::size_t i = 0; i < replacements; ++i) {
+    const std::size_t victim = random() % live;
+    free(blocks[victim]);
+    blocks[victim] = allocate(sizes[next++ % sizes.size()]);
+  }
+  const double result = elapsed_ns(start, replacements);
+  for (void* block : blocks) free(block);
+  return result;
+}
+}  // namespace
+
+double cuda_malloc_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
+                            unsigned seed) {
+  return churn(
+      sizes, live, replacements, seed,
+      [](std::uint64_t bytes) {
+        void* memory = nullptr;
+        check(cudaMalloc(&memory, bytes), "cudaMalloc");
+        return memory;
+      },
+      [](void* memory) { check(cudaFree(memory), "cudaFree"); });
+}
+
+double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live,
+                                  std::size_t replacements, unsigned seed) {
+  AsyncPool async;
+  const double result = churn(
+      sizes, live, replacements, seed,
+      [&](std::uint64_t bytes) {
+        void* memory = nullptr;
+        check(cudaMallocAsync(&memory, bytes, async.stream), "cudaMallocAsync");
+        return memory;
+      },
+      [&](void* memory) { check(cudaFreeAsync(memory, async.stream), "cudaFreeAsync"); });
+  check(cudaStreamSynchronize(async.stream), "cudaStreamSynchronize");
+  return result;
+}
+
+}  // namespace vramkit_bench

@@ -1,0 +1,20 @@
+#pragma once
+// Baselines measured in the same run as the pool: cudaMalloc/cudaFree and cudaMallocAsync/
+// cudaFreeAsync. The benchmarks' only CUDA runtime calls outside the device layer.
+#include <cstdint>
+#include <vector>
+
+namespace vramkit_bench {
+
+bool cuda_present();
+/// Mean nanoseconds per allocate+free pair of `bytes`, over `pairs` pairs.
+double cuda_malloc_pair_ns(std::uint64_t bytes, int pairs);
+double cuda_malloc_async_pair_ns(std::uint64_t bytes, int pairs);
+/// Mean nanoseconds per replacement: `live` blocks of the given sizes, `replacements` random frees
+/// each followed by an allocation of the next size.
+double cuda_malloc_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
+                            unsigned seed);
+double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live,
+                                  std::size_t replacements, unsigned seed);
+
+}  // namespace vramkit_bench
