@@ -44,6 +44,7 @@ struct ChunkPlan {
   std::vector<Chunk> chunks;
   std::vector<std::uint32_t> phase_begin;  ///< Chunk index where each phase starts; plus the end.
   std::uint64_t total_bytes = 0;
+  std::uint32_t chunk_bytes = 0;           ///< The limit the plan was split with; validate() checks it.
 
   std::size_t phases() const { return phase_begin.empty() ? 0 : phase_begin.size() - 1; }
   /// Throws std::logic_error naming the first broken invariant.
