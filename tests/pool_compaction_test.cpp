@@ -23,7 +23,8 @@ TEST_CASE("compaction keeps every live byte over random operation sequences (sev
           "[compaction][random]") {
   const std::uint64_t base = std::random_device{}();
   for (std::uint64_t run = 0; run < 3; ++run) {
-    vramkit_test::run_property_test(make_host_device({.shuffle_seed = (base + run) | 1}), base + run, 10000);
+    vramkit_test::run_property_test(make_host_device({.shuffle_seed = (base + run) | 1}), base + run, 10000,
+                                    2_MiB);
   }
 }
 

@@ -123,7 +123,7 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionRepo
   std::vector<std::vector<HeapPlacement>> placements(segments_.size());
   for (std::size_t slot = 0; slot < table_->size(); ++slot) {
     const Slot& entry = (*table_)[slot];
-    if (entry.live && touched[entry.segment]) {
+    if (entry.live && entry.block != no_block && touched[entry.segment]) {  // skip a slot being placed
       placements[entry.segment].push_back({entry.offset, entry.block_bytes, static_cast<std::uint32_t>(slot)});
     }
   }
