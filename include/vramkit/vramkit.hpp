@@ -8,6 +8,7 @@
 #include <vramkit/heap.hpp>
 #include <vramkit/host_device.hpp>
 #include <vramkit/image.hpp>
+#include <vramkit/memory_plan.hpp>
 #include <vramkit/pinned.hpp>
 #include <vramkit/pool.hpp>
 #include <vramkit/statistics.hpp>
