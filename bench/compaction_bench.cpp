@@ -59,6 +59,7 @@ void fill_words(std::vector<std::uint64_t>& words, std::uint64_t key) {
 
 struct Result {
   double seconds = 0;
+  double plan_seconds = 0, execute_seconds = 0, update_seconds = 0;
   std::uint64_t bytes_moved = 0;
   std::uint64_t blocks_moved = 0;
   bool verified = true;
@@ -82,7 +83,8 @@ Result run_pool(const std::shared_ptr<Device>& device, const Layout& layout) {
   for (Handle gap : gaps) pool.free(gap);
   device->synchronize();
   const CompactionReport report = pool.compact({.release_empty_segments = false});
-  Result result{report.seconds.count(), report.bytes_moved, report.blocks_moved, true};
+  Result result{report.seconds.count(), report.plan_seconds.count(), report.execute_seconds.count(),
+                report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true};
   std::vector<std::uint64_t> read;
   for (std::size_t i = 0; i < kept.size() && result.verified; ++i) {
     words.resize(layout.keep[i] / 8);
@@ -148,12 +150,15 @@ int main(int argc, char** argv) {
     std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", layout.name.c_str(),
                 format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
                 batch_gbs, verified ? "yes" : "NO");
+    std::printf("%-42s phases: plan+chunk %.3f ms, device %.3f ms, update %.3f ms\n", "", median.plan_seconds * 1e3,
+                median.execute_seconds * 1e3, median.update_seconds * 1e3);
     if (cuda) {
       std::printf("%-42s pool / ceiling %.0f%%, pool / loop %.1fx, pool / batch %.1fx\n", "", 100 * pool_gbs / ceiling_gbs,
                   pool_gbs / loop_gbs, pool_gbs / batch_gbs);
     }
     report["layouts"].push_back({{"layout", layout.name}, {"bytes_moved", median.bytes_moved},
-                                 {"blocks_moved", median.blocks_moved}, {"seconds", median.seconds},
+                                 {"blocks_moved", median.blocks_moved}, {"seconds", median.seconds}, {"plan_seconds", median.plan_seconds},
+                                 {"execute_seconds", median.execute_seconds}, {"update_seconds", median.update_seconds},
                                  {"pool_gbs", pool_gbs}, {"ceiling_gbs", ceiling_gbs}, {"loop_gbs", loop_gbs},
                                  {"batch_gbs", batch_gbs}, {"verified", verified}});
     if (!verified) {
