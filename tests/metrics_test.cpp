@@ -90,7 +90,7 @@ TEST_CASE(
   for (int step = 0; step < 600; ++step) {
     const auto action = random() % 100;
     if (action < 45 || live.empty()) {
-      const std::uint64_t bytes = 1 + random() % (random() % 4 == 0 ? 512_KiB : 32_KiB);
+      const std::uint64_t bytes = 1 + random() % (random() % 4 == 0 ? 1536_KiB : 32_KiB);
       const std::uint64_t alignment = std::uint64_t{256} << (random() % 4);
       ++requests;
       try {
