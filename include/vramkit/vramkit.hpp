@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: includes every public header and nothing else.
+#include <vramkit/arena_buffer.hpp>
 #include <vramkit/compaction.hpp>
 #include <vramkit/device.hpp>
 #include <vramkit/device_buffer.hpp>
@@ -10,6 +11,8 @@
 #include <vramkit/image.hpp>
 #include <vramkit/memory_plan.hpp>
 #include <vramkit/pinned.hpp>
+#include <vramkit/planned_batch.hpp>
 #include <vramkit/pool.hpp>
+#include <vramkit/scoped_arena.hpp>
 #include <vramkit/statistics.hpp>
 #include <vramkit/units.hpp>
