@@ -45,7 +45,12 @@ PlannedBatch::PlannedBatch(Pool& pool, const MemoryPlan& plan, const PlanSolutio
   if (solution_.peak_bytes != 0) {
     region_ =
         pool.allocate_pinned(solution_.peak_bytes, std::max<std::uint64_t>(solution_.region_alignment, 1));
-    address_ = pool.address(region_);
+    try {
+      address_ = pool.address(region_);
+    } catch (...) {  // no destructor runs for a constructor that throws: give the block back here
+      pool.release(region_);
+      throw;
+    }
   }
 }
 

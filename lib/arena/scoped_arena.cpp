@@ -24,7 +24,12 @@ std::string quoted(const std::string& name) {
 ScopedArena::ScopedArena(Pool& pool, std::uint64_t bytes, std::string name, std::uint64_t alignment)
     : pool_(&pool), capacity_(bytes), name_(std::move(name)) {
   region_ = pool.allocate_pinned(bytes, alignment);
-  root_address_ = pool.address(region_);
+  try {
+    root_address_ = pool.address(region_);
+  } catch (...) {  // no destructor runs for a constructor that throws: give the block back here
+    pool.release(region_);
+    throw;
+  }
 }
 
 ScopedArena::ScopedArena(ScopedArena& parent, std::uint64_t bytes, std::string name, std::uint64_t alignment)
