@@ -1,6 +1,7 @@
 #pragma once
 // The umbrella header: includes every public header and nothing else.
 #include <vramkit/alerts.hpp>
+#include <vramkit/arena_buffer.hpp>
 #include <vramkit/compaction.hpp>
 #include <vramkit/device.hpp>
 #include <vramkit/device_buffer.hpp>
@@ -13,8 +14,10 @@
 #include <vramkit/memory_map.hpp>
 #include <vramkit/memory_plan.hpp>
 #include <vramkit/pinned.hpp>
+#include <vramkit/planned_batch.hpp>
 #include <vramkit/policy.hpp>
 #include <vramkit/pool.hpp>
+#include <vramkit/scoped_arena.hpp>
 #include <vramkit/statistics.hpp>
 #include <vramkit/statistics_scope.hpp>
 #include <vramkit/units.hpp>
