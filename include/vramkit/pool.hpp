@@ -122,14 +122,16 @@ class Pool {
   void add_segment(std::uint64_t bytes);
   void free_locked(std::uint32_t slot, std::unique_lock<std::mutex>& lock);
   CompactionReport compact_locked(const CompactOptions& options);
-  void apply_moves(const std::vector<compactor::Move>& moves, CompactionReport& report);
+  /// Live blocks of each segment in address order, as the planner sees them.
+  using Layout = std::vector<std::vector<compactor::LiveBlock>>;
+  void apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   std::uint64_t largest_free_locked() const;
   PoolStatistics statistics_locked() const;
   std::uint64_t slot_address(std::uint32_t slot) const;
-  std::vector<std::vector<compactor::LiveBlock>> live_layout() const;
-  std::vector<compactor::SegmentLayout> layouts(const std::vector<std::vector<compactor::LiveBlock>>& blocks) const;
+  Layout live_layout() const;
+  std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;
   void release_trailing_segments(CompactionReport& report);
   [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;
 

@@ -12,8 +12,8 @@
 namespace vramkit {
 
 // Live blocks of every segment in address order, as the planner sees them. O(blocks).
-std::vector<std::vector<compactor::LiveBlock>> Pool::live_layout() const {
-  std::vector<std::vector<compactor::LiveBlock>> layout(segments_.size());
+Pool::Layout Pool::live_layout() const {
+  Layout layout(segments_.size());
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     auto& blocks = layout[index];
     blocks.reserve(segments_[index]->heap.statistics().allocated_blocks);
@@ -27,8 +27,7 @@ std::vector<std::vector<compactor::LiveBlock>> Pool::live_layout() const {
   return layout;
 }
 
-std::vector<compactor::SegmentLayout> Pool::layouts(
-    const std::vector<std::vector<compactor::LiveBlock>>& blocks) const {
+std::vector<compactor::SegmentLayout> Pool::layouts(const Layout& blocks) const {
   std::vector<compactor::SegmentLayout> result(segments_.size());
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     result[index] = {static_cast<std::uint32_t>(index), segments_[index]->heap.capacity(), options_.granularity,
@@ -81,7 +80,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
     if (plan) moves = std::move(plan->moves);
   }
   report.plan_seconds += std::chrono::steady_clock::now() - planning;
-  apply_moves(moves, report);
+  apply_moves(moves, blocks, report);
   if (options.goal == CompactGoal::full && options.release_empty_segments) release_trailing_segments(report);
 
   const PoolStatistics after = statistics_locked();
@@ -95,7 +94,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 
 // Executes moves and applies the completed ones to slots and heaps. Throws device_error after
 // applying what completed if the device failed part way.
-void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionReport& report) {
+void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report) {
   if (moves.empty()) return;
   std::vector<compactor::CopyRange> ranges;
   ranges.reserve(moves.size());
@@ -131,17 +130,29 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionRepo
     ++report.blocks_moved;
     report.bytes_moved += move.bytes;
   }
+  // The layout lists each segment's blocks in address order before the moves; a block that stayed
+  // in its segment keeps its place in that order unless it moved into a gap before a fixed block,
+  // so the lists usually need no sort. Blocks that changed segment join their new segment's list.
   std::vector<std::vector<HeapPlacement>> placements(segments_.size());
-  for (std::size_t slot = 0; slot < table_->size(); ++slot) {
-    const Slot& entry = (*table_)[slot];
-    if (entry.live && entry.block != no_block && touched[entry.segment]) {  // skip a slot being placed
-      placements[entry.segment].push_back({entry.offset, entry.block_bytes, static_cast<std::uint32_t>(slot)});
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    if (!touched[index]) continue;
+    placements[index].reserve(layout[index].size());
+    for (const compactor::LiveBlock& block : layout[index]) {
+      const Slot& entry = (*table_)[block.tag];
+      if (entry.segment == index) placements[index].push_back({entry.offset, entry.block_bytes, block.tag});
     }
   }
+  for (std::size_t index = 0; index < moves.size(); ++index) {
+    const auto& move = moves[index];
+    if ((result.complete || result.move_completed[index]) && move.from_segment != move.to_segment) {
+      placements[move.to_segment].push_back({move.to_offset, (*table_)[move.tag].block_bytes, move.tag});
+    }
+  }
+  auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     if (!touched[index]) continue;
     auto& list = placements[index];
-    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
     const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
     for (std::size_t i = 0; i < list.size(); ++i) (*table_)[list[i].tag].block = ids[i];
   }
@@ -162,7 +173,7 @@ void Pool::release_trailing_segments(CompactionReport& report) {
       const auto blocks = live_layout();
       const auto plan = compactor::plan_evacuation(layouts(blocks), victim);
       if (!plan) return;
-      apply_moves(*plan, report);
+      apply_moves(*plan, blocks, report);
       if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;
     }
     const Region region = segments_[victim]->region;
