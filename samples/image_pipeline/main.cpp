@@ -35,7 +35,7 @@ struct Arguments {
   fs::path output = "out";
   std::size_t images = 12;
   std::size_t batch = 4;
-  std::uint64_t pool_mib = 64;
+  std::uint64_t pool_mib = 48;
   DeviceChoice device = DeviceChoice::automatic;
 };
 
@@ -88,11 +88,11 @@ void write_text(const fs::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-/// A result kept in the pool after its batch (a result cache), and per-image metadata of the size
-/// of a thumbnail: both outlive the batch and are freed later, leaving holes of many sizes.
+/// A result kept in the pool after its batch (a result cache), and a per-image preview: both outlive the
+/// batch and are freed later, leaving holes of many sizes.
 struct Kept {
   Image<std::uint8_t> result;
-  DeviceBuffer<std::uint8_t> thumbnail;
+  DeviceBuffer<std::uint8_t> preview;
   std::size_t batch = 0;
 };
 
@@ -153,21 +153,22 @@ int main(int argc, char** argv) try {
 
     for (std::size_t i = first; i < last; ++i) {
       const synthetic::NamedPhoto& photo = photos[i];
+      // A half-resolution preview made at upload (a stand-in for per-image metadata a service
+      // keeps): allocated before the stages, it ends up between their buffers.
+      DeviceBuffer<std::uint8_t> preview(pool, std::size_t{photo.width} * photo.height / 4 + 1);
       Image<std::uint8_t> result = pipeline::process(pool, executor, long_lived, photo);
       image_io::write_gray_png(arguments.output / (photo.name + "_edges.png"), result.width(),
                                result.height(), result.to_vector());
-      kept.push_back({std::move(result),
-                      DeviceBuffer<std::uint8_t>(pool, std::size_t{photo.width} * photo.height / 16 + 1),
-                      batch_number});
+      kept.push_back({std::move(result), std::move(preview), batch_number});
     }
     const double processing_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - batch_start).count();
 
-    // Between batches: results two batches old leave the cache, and every other thumbnail of this
+    // Between batches: results two batches old leave the cache, and every other preview of this
     // batch goes too; then compact.
     while (!kept.empty() && kept.front().batch + 2 <= batch_number) kept.pop_front();
     for (std::size_t i = 0; i < kept.size(); ++i) {
-      if (kept[i].batch == batch_number && i % 2 == 0) kept[i].thumbnail.reset();
+      if (kept[i].batch == batch_number && i % 2 == 0) kept[i].preview.reset();
     }
     const PoolStatistics before = pool.statistics();
     const std::string stem =

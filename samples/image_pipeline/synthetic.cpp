@@ -39,7 +39,7 @@ std::vector<image_ops::Rgb8> photo(std::uint32_t width, std::uint32_t height, st
   std::vector<image_ops::Rgb8> pixels(std::size_t{width} * height);
   for (std::uint32_t y = 0; y < height; ++y) {
     for (std::uint32_t x = 0; x < width; ++x) {
-      const double noise = double(next(state) % 17) - 8;
+      const double noise = double(next(state) % 7) - 3;
       image_ops::Rgb8 pixel;
       if (y < horizon) {  // sky: blue gradient
         const double t = y / horizon;
