@@ -21,7 +21,6 @@
 
 #include "image_io.hpp"
 #include "image_ops.hpp"
-#include "memory_maps.hpp"
 #include "pipeline.hpp"
 #include "synthetic.hpp"
 
@@ -118,7 +117,6 @@ int main(int argc, char** argv) try {
 
   pipeline::LongLivedBuffers long_lived(pool);
   std::deque<Kept> kept;
-  bool wrote_maps = true;
   std::size_t batch_number = 0;
   for (std::size_t first = 0; first < photos.size(); first += arguments.batch, ++batch_number) {
     const std::size_t last = std::min(photos.size(), first + arguments.batch);
@@ -135,7 +133,7 @@ int main(int argc, char** argv) try {
     const PlanSolution solution = solve(plan);
     write_text(arguments.output / ("plan_batch" + std::to_string(batch_number) + ".svg"),
                to_svg(plan, solution));
-    FitReport fit = check_fit(solution, pool.statistics().largest_free_block);
+    FitReport fit = check_fit(solution, pool);
     std::printf(
         "batch %zu: %zu images, largest %ux%u; plan peak %s (lower bound %s), largest free block %s: %s\n",
         batch_number, last - first, width, height, format_bytes(solution.peak_bytes).c_str(),
@@ -145,7 +143,7 @@ int main(int argc, char** argv) try {
       std::printf("%s", to_text(fit).c_str());
       const CompactionReport hole =
           pool.compact({.goal = CompactGoal::hole, .hole_bytes = solution.peak_bytes});
-      fit = check_fit(solution, pool.statistics().largest_free_block);
+      fit = check_fit(solution, pool);
       std::printf("  made a hole: moved %s; now %s\n", format_bytes(hole.bytes_moved).c_str(),
                   fit.fits ? "fits" : "still does not fit; skipping the batch");
       if (!fit.fits) continue;
@@ -173,12 +171,11 @@ int main(int argc, char** argv) try {
     const PoolStatistics before = pool.statistics();
     const std::string stem =
         (arguments.output / ("memory_map_batch" + std::to_string(batch_number))).string();
-    wrote_maps = write_memory_map(pool, stem + "_before.svg",
-                                  "batch " + std::to_string(batch_number) + ": before compact()") &&
-                 wrote_maps;
+    write_text(stem + "_before.svg",
+               memory_map_svg(pool, "batch " + std::to_string(batch_number) + ": before compact()"));
     const CompactionReport report = pool.compact();
-    write_memory_map(pool, stem + "_after.svg",
-                     "batch " + std::to_string(batch_number) + ": after compact()");
+    write_text(stem + "_after.svg",
+               memory_map_svg(pool, "batch " + std::to_string(batch_number) + ": after compact()"));
     pool.check_invariants();
     std::printf(
         "  processed in %.2f s; %zu live buffers (%s) in %zu free ranges\n"
@@ -197,9 +194,10 @@ int main(int argc, char** argv) try {
       static_cast<unsigned long long>(statistics.compactions), format_bytes(statistics.bytes_moved).c_str(),
       statistics.compaction_time.count() * 1e3, format_bytes(statistics.peak_used_bytes).c_str(),
       format_bytes(statistics.reserved_bytes).c_str(), statistics.success_rate());
-  std::printf("wrote results, plan diagrams%s to %s\n",
-              wrote_maps ? " and memory maps" : " (memory maps need the metrics layer, not in this build)",
-              arguments.output.c_str());
+  std::printf(
+      "wrote results (*_edges.png), plan diagrams (plan_batch*.svg) and memory maps (memory_map_batch*) to "
+      "%s\n",
+      arguments.output.c_str());
   return 0;
 } catch (const std::exception& error) {
   std::fprintf(stderr, "image_pipeline: %s\n", error.what());

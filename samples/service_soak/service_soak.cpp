@@ -20,8 +20,6 @@
 
 #include <vramkit/vramkit.hpp>
 
-#include "policy_bridge.hpp"
-
 using namespace vramkit;
 
 namespace {
@@ -73,9 +71,9 @@ SoakResult run(const Workload& workload, bool policy_on, int days, std::uint64_t
   Pool pool({.capacity_bytes = workload.pool_bytes, .compact_on_failure = policy_on},
             make_virtual_device(workload.pool_bytes));
   std::chrono::steady_clock::time_point now{};  // the simulated clock
-  SoakPolicy policy({.fragmentation_threshold = 0.30,
-                     .min_interval = std::chrono::minutes(5),
-                     .clock = [&now] { return now; }});
+  DefragPolicy policy({.fragmentation_threshold = 0.30,
+                       .min_interval = std::chrono::minutes(5),
+                       .clock = [&now] { return now; }});
   Random random(seed);
   const Handle model = pool.allocate(workload.model_bytes);
   std::multimap<long, Handle> live;  // end minute -> activation or session cache
@@ -189,9 +187,6 @@ int main(int argc, char** argv) try {
   std::printf(
       "service soak: %d simulated days, %s pool on a virtual device (no memory behind it), %s model\n", days,
       format_bytes(workload.pool_bytes).c_str(), format_bytes(workload.model_bytes).c_str());
-  if (soak_policy_is_stand_in) {
-    std::printf("note: this build has no lib/metrics; a stand-in with DefragPolicy's rule runs instead\n");
-  }
   const auto start = std::chrono::steady_clock::now();
   print("policy OFF (a classic allocator: no compaction)", run(workload, false, days, seed));
   print(
