@@ -155,11 +155,9 @@ void check_image(Pool& pool, const std::vector<Rgb8>& rgb_pixels, std::uint32_t 
           resized.to_vector(), reference_resize(equalized_out, width, height, out_width, out_height), 1);
 }
 
-}  // namespace
-
-int main() {
-  Pool pool({.capacity_bytes = 64_MiB}, make_device(DeviceChoice::host));
-  std::printf("device: %s\n", pool.device().name().c_str());
+void check_all(Pool& pool) {
+  std::printf("device: %s (%s)\n", pool.device().name().c_str(),
+              image_ops::to_string(image_ops::executor_for(pool.device())));
   for (const auto& [width, height, out_width, out_height] : std::vector<std::array<std::uint32_t, 4>>{
            {640, 480, 512, 512}, {333, 517, 512, 512}, {1001, 77, 64, 300}}) {
     check_image(pool, synthetic::photo(width, height, width * 31 + height), width, height, out_width,
@@ -171,6 +169,22 @@ int main() {
   check_image(pool, synthetic::photo(1, 50, 7), 1, 50, 3, 3);
   check_image(pool, synthetic::photo(50, 1, 8), 50, 1, 3, 3);
   pool.check_invariants();
+}
+
+}  // namespace
+
+// Always on the host device; also on the CUDA device (thrust::device) when a GPU is present.
+int main() {
+  {
+    Pool pool({.capacity_bytes = 64_MiB}, make_device(DeviceChoice::host));
+    check_all(pool);
+  }
+  if (cuda_available()) {
+    Pool pool({.capacity_bytes = 64_MiB}, make_device(DeviceChoice::cuda));
+    check_all(pool);
+  } else {
+    std::printf("no GPU: the thrust::device path was not checked\n");
+  }
   std::printf("%s\n", failures == 0 ? "all image operations match the CPU reference" : "MISMATCHES");
   return failures == 0 ? 0 : 1;
 }
