@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include <thrust/binary_search.h>
 #include <thrust/execution_policy.h>
