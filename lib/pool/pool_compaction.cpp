@@ -58,7 +58,9 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   }
   if (options_.guard_bytes != 0) {  // never move a block whose margin shows corruption
     for (std::size_t slot = 0; slot < table_->size(); ++slot) {
-      if ((*table_)[slot].live) check_guard_locked(static_cast<std::uint32_t>(slot));
+      const Slot& entry = (*table_)[slot];
+      // A slot being placed (compaction on allocation failure) has no block, hence no margin yet.
+      if (entry.live && entry.block != no_block) check_guard_locked(static_cast<std::uint32_t>(slot));
     }
   }
   const auto blocks = live_layout();
