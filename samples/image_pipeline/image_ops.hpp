@@ -46,7 +46,8 @@ void sobel_magnitude(Executor executor, vramkit::ImageView<std::uint8_t> in,
 /// lut[v] = ((cdf[v] - cdf_min) x 255 + (N - cdf_min) / 2) / (N - cdf_min) (lut[v] = v when N == cdf_min),
 /// out = lut[in]. Scratch: `sorted` holds width x height bytes, `cdf` 256 uint32, `lut` 256 bytes, all in
 /// memory of the executor's kind. The histogram is a sort plus a vectorised upper_bound (Thrust's
-/// histogram idiom). thrust::sort on the device takes its temporary storage from cudaMalloc, not the pool.
+/// histogram idiom). thrust::sort on the device takes its temporary storage from cudaMalloc, not the pool
+/// (vramkit::thrust_allocator could route it there; see docs/ecosystem.md).
 void equalize_histogram(Executor executor, vramkit::ImageView<std::uint8_t> in,
                         vramkit::ImageView<std::uint8_t> out, std::uint8_t* sorted, std::uint32_t* cdf,
                         std::uint8_t* lut);
