@@ -1,5 +1,8 @@
 #include "pipeline.hpp"
 
+// Pins are released without a stream: thrust::device (unlike thrust::cuda::par_nosync) waits for its
+// kernels before returning, so when a pin's scope ends the work that used its pointer has finished.
+
 namespace pipeline {
 
 using namespace vramkit;
