@@ -138,14 +138,18 @@ int main(int argc, char** argv) {
 
     vramkit::ReplayResult result;
     std::uint64_t footprint = 0;
+    double search_seconds = 0;
+    std::size_t search_replays = 0;
     if (arguments.automatic_capacity) {
       // The search replays many times; the progress bar follows the final replay only.
       auto progress = options.progress;
       options.progress = nullptr;
       const auto search_started = std::chrono::steady_clock::now();
       vramkit::FootprintResult found = vramkit::find_footprint(trace, options);
+      search_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_started).count();
+      search_replays = found.replays;
       result = std::move(found.replay);
-      result.seconds = std::chrono::steady_clock::now() - search_started;
       footprint = found.footprint_bytes;
       if (progress) progress(trace.requests.size(), trace.requests.size());
     } else {
@@ -183,6 +187,10 @@ int main(int argc, char** argv) {
       out["verified"] = nullptr;
     }
     out["seconds"] = result.seconds.count();
+    if (arguments.automatic_capacity) {
+      out["search_replays"] = search_replays;
+      out["search_seconds"] = search_seconds;
+    }
     std::cout << out.dump(2) << std::endl;
 
     if (!arguments.svg.empty()) {
