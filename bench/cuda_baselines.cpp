@@ -119,3 +119,84 @@ double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::
 }
 
 }  // namespace vramkit_bench
+
+namespace vramkit_bench {
+namespace {
+struct Regions {
+  char* source = nullptr;
+  char* destination = nullptr;
+  cudaStream_t stream = nullptr;
+  explicit Regions(std::uint64_t bytes) {
+    check(cudaMalloc(reinterpret_cast<void**>(&source), bytes), "cudaMalloc");
+    check(cudaMalloc(reinterpret_cast<void**>(&destination), bytes), "cudaMalloc");
+    check(cudaMemset(source, 1, bytes), "cudaMemset");
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~Regions() {
+    cudaFree(source);
+    cudaFree(destination);
+    cudaStreamDestroy(stream);
+  }
+};
+
+template <class Body>
+double time_repeats(cudaStream_t stream, int repeats, Body body) {
+  body();  // warm-up
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  check(cudaEventRecord(start, stream), "cudaEventRecord");
+  for (int i = 0; i < repeats; ++i) body();
+  check(cudaEventRecord(stop, stream), "cudaEventRecord");
+  check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  float milliseconds = 0;
+  check(cudaEventElapsedTime(&milliseconds, start, stop), "cudaEventElapsedTime");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return milliseconds / 1000.0 / repeats;
+}
+}  // namespace
+
+double large_copy_seconds(std::uint64_t bytes, int repeats) {
+  Regions regions(bytes);
+  return time_repeats(regions.stream, repeats, [&] {
+    check(cudaMemcpyAsync(regions.destination, regions.source, bytes, cudaMemcpyDeviceToDevice, regions.stream),
+          "cudaMemcpyAsync");
+  });
+}
+
+double memcpy_loop_seconds(const std::vector<CopyRun>& copies, std::uint64_t region_bytes, int repeats) {
+  Regions regions(region_bytes);
+  return time_repeats(regions.stream, repeats, [&] {
+    for (const CopyRun& copy : copies) {
+      check(cudaMemcpyAsync(regions.destination + copy.destination, regions.source + copy.offset, copy.bytes,
+                            cudaMemcpyDeviceToDevice, regions.stream),
+            "cudaMemcpyAsync");
+    }
+  });
+}
+
+double memcpy_batch_seconds(const std::vector<CopyRun>& copies, std::uint64_t region_bytes, int repeats) {
+  Regions regions(region_bytes);
+  std::vector<void*> destinations;
+  std::vector<const void*> sources;
+  std::vector<size_t> sizes;
+  for (const CopyRun& copy : copies) {
+    destinations.push_back(regions.destination + copy.destination);
+    sources.push_back(regions.source + copy.offset);
+    sizes.push_back(copy.bytes);
+  }
+  cudaMemcpyAttributes attributes{};
+  attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attributes.srcLocHint.type = cudaMemLocationTypeDevice;
+  attributes.dstLocHint.type = cudaMemLocationTypeDevice;
+  size_t attribute_index = 0;
+  return time_repeats(regions.stream, repeats, [&] {
+    check(cudaMemcpyBatchAsync(destinations.data(), sources.data(), sizes.data(), sizes.size(), &attributes,
+                               &attribute_index, 1, regions.stream),
+          "cudaMemcpyBatchAsync");
+  });
+}
+
+}  // namespace vramkit_bench

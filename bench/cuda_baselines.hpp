@@ -18,3 +18,18 @@ double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::
                                   std::size_t replacements, unsigned seed);
 
 }  // namespace vramkit_bench
+
+namespace vramkit_bench {
+
+/// Copy baselines between two separate device regions (no overlap), each a mean over `repeats`:
+/// seconds for one large copy of `bytes`; a loop of cudaMemcpyAsync; one cudaMemcpyBatchAsync.
+struct CopyRun {
+  std::uint64_t offset;  ///< Source and destination offsets inside their regions.
+  std::uint64_t destination;
+  std::uint64_t bytes;
+};
+double large_copy_seconds(std::uint64_t bytes, int repeats);
+double memcpy_loop_seconds(const std::vector<CopyRun>& copies, std::uint64_t region_bytes, int repeats);
+double memcpy_batch_seconds(const std::vector<CopyRun>& copies, std::uint64_t region_bytes, int repeats);
+
+}  // namespace vramkit_bench

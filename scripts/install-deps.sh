@@ -2,7 +2,8 @@
 # Installs the Debian packages vramkit builds with, if any is missing. Needs root (or sudo).
 # The CUDA toolkit (nvcc 12.8+/13) is expected to be installed already.
 set -euo pipefail
-packages=(cmake ninja-build g++ catch2 libmsgsl-dev nlohmann-json3-dev libstb-dev)
+# clang and libclang-rt-14-dev: the libFuzzer build (scripts/fuzz.sh).
+packages=(cmake ninja-build g++ catch2 libmsgsl-dev nlohmann-json3-dev libstb-dev clang libclang-rt-14-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

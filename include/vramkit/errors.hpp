@@ -36,6 +36,13 @@ class out_of_memory : public std::bad_alloc {
   std::string message_;
 };
 
+/// A ScopedArena (or PlannedBatch region) too small for a request; what() names the arena, the
+/// request and the bytes left. Nothing already handed out changes.
+class arena_exhausted : public out_of_memory {
+ public:
+  using out_of_memory::out_of_memory;
+};
+
 /// A failure reported by the device: a CUDA error, or a fault injected into the host device.
 class device_error : public std::runtime_error {
  public:

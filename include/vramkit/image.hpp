@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gsl/span>
@@ -41,6 +42,10 @@ class Image {
       throw invalid_argument(detail::message("row alignment ", row_alignment, " is not a power of two"));
     }
     pitch_bytes_ = (std::uint64_t{width} * sizeof(T) + row_alignment - 1) & ~(row_alignment - 1);
+    if (pitch_bytes_ == 0 || height > std::numeric_limits<std::uint64_t>::max() / pitch_bytes_) {
+      throw invalid_argument(detail::message("image of ", width, " x ", height, " pixels with rows of ",
+                                             pitch_bytes_, " bytes overflows 64-bit byte counts"));
+    }
     pixels_ = DeviceBuffer<std::byte>(pool, pitch_bytes_ * height);
   }
 

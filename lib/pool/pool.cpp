@@ -155,11 +155,20 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
     ++failures_;
     throw_out_of_memory(bytes, alignment);
   }
+  if (options_.guard_bytes != 0) {
+    try {
+      write_guard(slot);
+    } catch (...) {  // a failed fill must not leave a block that no handle names
+      segments_[(*table_)[slot].segment]->heap.free((*table_)[slot].block);
+      table_->release(slot);
+      ++failures_;
+      throw;
+    }
+  }
   used_ += block_bytes;
   requested_ += bytes;
   peak_used_ = std::max(peak_used_, used_);
   if (pinned) ++pinned_;
-  if (options_.guard_bytes != 0) write_guard(slot);
   return table_->handle_of(slot);
 }
 

@@ -58,11 +58,14 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   }
   if (options_.guard_bytes != 0) {  // never move a block whose margin shows corruption
     for (std::size_t slot = 0; slot < table_->size(); ++slot) {
-      if ((*table_)[slot].live) check_guard_locked(static_cast<std::uint32_t>(slot));
+      const Slot& entry = (*table_)[slot];
+      // A slot being placed (compaction on allocation failure) has no block, hence no margin yet.
+      if (entry.live && entry.block != no_block) check_guard_locked(static_cast<std::uint32_t>(slot));
     }
   }
   const auto blocks = live_layout();
   const auto segment_layouts = layouts(blocks);
+  const auto planning = std::chrono::steady_clock::now();
   std::vector<compactor::Move> moves;
   if (options.goal == CompactGoal::full) {
     std::uint64_t budget = options.max_bytes_moved;
@@ -77,6 +80,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
     report.goal_met = plan.has_value();
     if (plan) moves = std::move(plan->moves);
   }
+  report.plan_seconds += std::chrono::steady_clock::now() - planning;
   apply_moves(moves, report);
   if (options.goal == CompactGoal::full && options.release_empty_segments) release_trailing_segments(report);
 
@@ -99,9 +103,16 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionRepo
     ranges.push_back({segments_[move.from_segment]->base + move.from_offset,
                       segments_[move.to_segment]->base + move.to_offset, move.bytes});
   }
+  auto phase_start = std::chrono::steady_clock::now();
   const compactor::ChunkPlan plan = compactor::make_chunk_plan(ranges);
+  auto phase_end = std::chrono::steady_clock::now();
+  report.plan_seconds += phase_end - phase_start;
+  phase_start = phase_end;
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
   const ExecutionResult result = device_->execute(plan, moves.size());
+  phase_end = std::chrono::steady_clock::now();
+  report.execute_seconds += phase_end - phase_start;
+  phase_start = phase_end;
   for (const PendingUse& use : pending_uses_) {  // execute() waited for them: they are over
     device_->forget(use.token);
     (*table_)[use.slot].pending_uses = 0;
@@ -136,6 +147,7 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, CompactionRepo
   }
   blocks_moved_ += report.blocks_moved;
   bytes_moved_ += report.bytes_moved;
+  report.update_seconds += std::chrono::steady_clock::now() - phase_start;
   if (!result.complete) {
     throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", moves.size(),
                                        " moves: ", result.error, "; every buffer is intact"));

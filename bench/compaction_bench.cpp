@@ -1,0 +1,171 @@
+// Compaction benchmark: pool.compact() end to end (planning, chunking, the move kernel, heap
+// rebuild) on three layouts, beside copy baselines measured in the same run: one large copy (the
+// bandwidth ceiling), a loop of cudaMemcpyAsync, one cudaMemcpyBatchAsync (both into a separate
+// region, since in place they would overlap). Bandwidth counts bytes read + written.
+// Usage: vramkit_compaction_bench [--device host|cuda|auto] [--scale F] [--repeats N] [--json FILE]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <vramkit/vramkit.hpp>
+
+#include "cuda_baselines.hpp"
+
+using namespace vramkit;
+
+namespace {
+
+struct Layout {
+  std::string name;
+  std::vector<std::uint64_t> keep;  // sizes of the buffers that stay
+  std::vector<std::uint64_t> gap;   // bytes freed before each kept buffer
+};
+
+std::uint64_t round256(double bytes) { return (static_cast<std::uint64_t>(bytes) + 255) / 256 * 256; }
+
+Layout random_layout(std::string name, std::size_t count, double low, double high, double scale, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> exponent(std::log(low), std::log(high));
+  Layout layout{std::move(name), {}, {}};
+  const auto scaled = static_cast<std::size_t>(std::max(1.0, count * scale));
+  for (std::size_t i = 0; i < scaled; ++i) {
+    layout.gap.push_back(round256(std::exp(exponent(random))));  // 50% of the space free between them
+    layout.keep.push_back(round256(std::exp(exponent(random))));
+  }
+  return layout;
+}
+
+Layout sliding_layout(double scale) {
+  Layout layout{"16 x 64 MiB sliding by 1..16 MiB", {}, {}};
+  const std::uint64_t block = std::max<std::uint64_t>(round256(64.0 * (1 << 20) * scale), 4096);
+  for (int i = 0; i < 16; ++i) {
+    layout.gap.push_back(std::max<std::uint64_t>(round256((1 << 20) * scale), 256));
+    layout.keep.push_back(block);
+  }
+  return layout;
+}
+
+void fill_words(std::vector<std::uint64_t>& words, std::uint64_t key) {
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = (key << 40) ^ (i * 0x9E3779B97F4A7C15ull);
+}
+
+struct Result {
+  double seconds = 0;
+  double plan_seconds = 0, execute_seconds = 0, update_seconds = 0;
+  std::uint64_t bytes_moved = 0;
+  std::uint64_t blocks_moved = 0;
+  bool verified = true;
+};
+
+Result run_pool(const std::shared_ptr<Device>& device, const Layout& layout) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < layout.keep.size(); ++i) total += layout.keep[i] + layout.gap[i];
+  Pool pool({.capacity_bytes = total + 4_MiB}, device);
+  std::vector<Handle> kept, gaps;
+  for (std::size_t i = 0; i < layout.keep.size(); ++i) {
+    gaps.push_back(pool.allocate(layout.gap[i]));
+    kept.push_back(pool.allocate(layout.keep[i]));
+  }
+  std::vector<std::uint64_t> words;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    words.resize(layout.keep[i] / 8);
+    fill_words(words, i);
+    pool.write(kept[i], gsl::as_bytes(gsl::span<const std::uint64_t>(words)));
+  }
+  for (Handle gap : gaps) pool.free(gap);
+  device->synchronize();
+  const CompactionReport report = pool.compact({.release_empty_segments = false});
+  Result result{report.seconds.count(), report.plan_seconds.count(), report.execute_seconds.count(),
+                report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true};
+  std::vector<std::uint64_t> read;
+  for (std::size_t i = 0; i < kept.size() && result.verified; ++i) {
+    words.resize(layout.keep[i] / 8);
+    read.resize(words.size());
+    fill_words(words, i);
+    pool.read(kept[i], gsl::as_writable_bytes(gsl::span<std::uint64_t>(read)));
+    result.verified = read == words;
+  }
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device_name = "auto", json_path;
+  double scale = 1.0;
+  int repeats = 3;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device_name = argv[++i];
+    else if (!std::strcmp(argv[i], "--scale") && i + 1 < argc) scale = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--device host|cuda|auto] [--scale F] [--repeats N] [--json FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  auto device = make_device(device_name == "host" ? DeviceChoice::host
+                            : device_name == "cuda" ? DeviceChoice::cuda
+                                                    : DeviceChoice::automatic);
+  const bool cuda = device->kind() == DeviceKind::cuda;
+  std::printf("compaction benchmark on %s (scale %.3g, median of %d)\n", device->name().c_str(), scale, repeats);
+  const std::vector<Layout> layouts = {
+      random_layout("10,000 buffers 4 KiB..1 MiB, 50% free", 10000, 4096, 1 << 20, scale, 1),
+      random_layout("100,000 buffers 256 B..64 KiB, 50% free", 100000, 256, 64 << 10, scale, 2),
+      sliding_layout(scale)};
+  nlohmann::json report;
+  report["device"] = device->name();
+  std::printf("\n%-42s %9s %9s %10s %9s %9s %9s %8s\n", "layout", "moved", "ms", "GB/s", "ceiling", "loop",
+              "batch", "verified");
+  for (const Layout& layout : layouts) {
+    std::vector<Result> runs;
+    for (int r = 0; r < repeats; ++r) runs.push_back(run_pool(device, layout));
+    std::sort(runs.begin(), runs.end(), [](const Result& a, const Result& b) { return a.seconds < b.seconds; });
+    const Result& median = runs[runs.size() / 2];
+    bool verified = true;
+    for (const Result& run : runs) verified &= run.verified;
+    const double pool_gbs = 2.0 * median.bytes_moved / median.seconds / 1e9;
+    double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;
+    if (cuda) {
+      std::vector<vramkit_bench::CopyRun> copies;
+      std::uint64_t source = 0, destination = 0;
+      for (std::size_t i = 0; i < layout.keep.size(); ++i) {
+        source += layout.gap[i];
+        copies.push_back({source, destination, layout.keep[i]});
+        source += layout.keep[i];
+        destination += layout.keep[i];
+      }
+      ceiling_gbs = 2.0 * median.bytes_moved / vramkit_bench::large_copy_seconds(median.bytes_moved, 10) / 1e9;
+      loop_gbs = 2.0 * destination / vramkit_bench::memcpy_loop_seconds(copies, source, 3) / 1e9;
+      batch_gbs = 2.0 * destination / vramkit_bench::memcpy_batch_seconds(copies, source, 3) / 1e9;
+    }
+    std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", layout.name.c_str(),
+                format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
+                batch_gbs, verified ? "yes" : "NO");
+    std::printf("%-42s phases: plan+chunk %.3f ms, device %.3f ms, update %.3f ms\n", "", median.plan_seconds * 1e3,
+                median.execute_seconds * 1e3, median.update_seconds * 1e3);
+    if (cuda) {
+      std::printf("%-42s pool / ceiling %.0f%%, pool / loop %.1fx, pool / batch %.1fx\n", "", 100 * pool_gbs / ceiling_gbs,
+                  pool_gbs / loop_gbs, pool_gbs / batch_gbs);
+    }
+    report["layouts"].push_back({{"layout", layout.name}, {"bytes_moved", median.bytes_moved},
+                                 {"blocks_moved", median.blocks_moved}, {"seconds", median.seconds}, {"plan_seconds", median.plan_seconds},
+                                 {"execute_seconds", median.execute_seconds}, {"update_seconds", median.update_seconds},
+                                 {"pool_gbs", pool_gbs}, {"ceiling_gbs", ceiling_gbs}, {"loop_gbs", loop_gbs},
+                                 {"batch_gbs", batch_gbs}, {"verified", verified}});
+    if (!verified) {
+      std::fprintf(stderr, "DATA MISMATCH after compaction on layout '%s'\n", layout.name.c_str());
+      return 1;
+    }
+  }
+  if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << '\n';
+  return 0;
+}
