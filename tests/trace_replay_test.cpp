@@ -133,6 +133,29 @@ TEST_CASE("virtual replay of a synthetic trace gives the exact footprint under e
   }
 }
 
+TEST_CASE("threshold replay compacts after the free that fragments the pool, on the trace clock",
+          "[replay]") {
+  // After B's free, 2 MiB are free in two 1 MiB pieces: fragmentation 0.5 > 0.3. The policy's full
+  // compaction slides C down, so D fits without an on-failure compaction.
+  const Trace trace = parse(three_and_a_hole);
+  const ReplayResult result = replay(trace, {.capacity_bytes = 4 * MiB, .policy = ReplayPolicy::threshold});
+  CHECK(result.failed_requests == 0);
+  CHECK(result.compactions == 1);
+  CHECK(result.bytes_moved == MiB);
+  SECTION("without a failing request, only the threshold policy compacts") {
+    const Trace no_request =
+        parse("op,id,size,stream\na,1,1048576,0\na,2,1048576,0\na,3,1048576,0\nf,2,,0\n");
+    CHECK(replay(no_request, {.capacity_bytes = 4 * MiB, .policy = ReplayPolicy::threshold}).compactions ==
+          1);
+    CHECK(replay(no_request, {.capacity_bytes = 4 * MiB, .policy = ReplayPolicy::on_failure}).compactions ==
+          0);
+    CHECK(
+        replay(no_request,
+               {.capacity_bytes = 4 * MiB, .policy = ReplayPolicy::threshold, .fragmentation_threshold = 0.6})
+            .compactions == 0);
+  }
+}
+
 TEST_CASE("host replay with verification checks patterns through a compaction", "[replay]") {
   const Trace trace = parse(three_and_a_hole);
   const ReplayResult result = replay(trace, {.capacity_bytes = 4 * MiB,

@@ -16,11 +16,9 @@
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/host_device.hpp>
+#include <vramkit/policy.hpp>
 #include <vramkit/pool.hpp>
 #include <vramkit/trace_replay.hpp>
-#if VRAMKIT_HAS_DEFRAG_POLICY
-#include <vramkit/policy.hpp>
-#endif
 
 namespace vramkit {
 namespace {
@@ -198,7 +196,6 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options, std::share
             std::move(device));
 
   std::size_t position = 0;
-#if VRAMKIT_HAS_DEFRAG_POLICY
   std::optional<DefragPolicy> policy;
   if (options.policy == ReplayPolicy::threshold) {
     const auto epoch = std::chrono::steady_clock::time_point{};
@@ -208,13 +205,6 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options, std::share
                                          return epoch + interval * static_cast<std::int64_t>(position);
                                        }});
   }
-#else
-  if (options.policy == ReplayPolicy::threshold) {
-    throw invalid_argument(
-        "replay: the threshold policy needs DefragPolicy, whose implementation is not in "
-        "this build (metrics branch)");
-  }
-#endif
 
   ReplayResult result;
   result.requests = trace.requests.size();
@@ -284,12 +274,10 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options, std::share
         if (options.verify) checker.check(pool, handle, request.id, request.bytes, "before its free");
         pool.free(handle);
         handle = Handle{};
-#if VRAMKIT_HAS_DEFRAG_POLICY
         if (policy) {
           policy->maybe_compact(pool);
           check_after_compaction();
         }
-#endif
       }
     }
     if (sample_stride != 0 && position % sample_stride == 0) sample(position);
