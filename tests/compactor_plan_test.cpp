@@ -348,6 +348,20 @@ TEST_CASE("plan_hole tries the next-cheapest window when the cheapest cannot be 
   check_hole_is_free(execute_and_check(segments, plan->moves, 6), *plan, 2048, 256);
 }
 
+TEST_CASE("plan_hole slides a run of blocks down when no window's blocks fit outside it", "[plan][hole]") {
+  // Free space: [768, 1024) and [1792, 2048). Every 512 B window overlaps A or B (768 B each), and
+  // neither fits in a 256 B hole; sliding B down to 768 gathers both pieces into [1536, 2048).
+  const std::vector<OwnedSegment> segments = {
+      {.segment = 0, .capacity = 2048, .granularity = 256, .blocks = {block(0, 768, 1), block(1024, 768, 2)}}};
+  const auto plan = plan_hole(vramkit::test::layouts_of(segments), 512, 256);
+  REQUIRE(plan);
+  REQUIRE(plan->offset == 1536);
+  REQUIRE(plan->moves.size() == 1);
+  REQUIRE(plan->moves[0].to_offset == 768);
+  REQUIRE_FALSE(plan_hole(vramkit::test::layouts_of(segments), 512, 256, 767));
+  check_hole_is_free(execute_and_check(segments, plan->moves, 7), *plan, 512, 256);
+}
+
 TEST_CASE("plan_hole returns nullopt when no plan exists", "[plan][hole]") {
   const std::vector<OwnedSegment> segments = {{.segment = 0,
                                                .capacity = 4096,

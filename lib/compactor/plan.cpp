@@ -3,7 +3,8 @@
 // Every plan here keeps memmove semantics executable in one pass: plan_full only moves blocks down
 // into space that lower blocks vacated or that was free, so a prefix of its moves is a plan and the
 // ticket order of chunk_plan needs a single phase; plan_hole and plan_evacuation only write into
-// space that was free before the plan, so their moves are independent of each other.
+// space that was free before the plan, so their moves are independent of each other, except
+// plan_hole's fallback (plan_slide), whose moves slide down like plan_full's.
 #include "vramkit/compactor/plan.hpp"
 
 #include <algorithm>
@@ -104,6 +105,64 @@ void collect_windows(const SegmentLayout& layout, std::size_t layout_index, std:
   }
 }
 
+/// The fallback of plan_hole when no window's blocks fit in the holes outside it (free space left
+/// only in pieces smaller than those blocks, as near a pool's full capacity): slide a run of
+/// consecutive movable blocks down against whatever lies below the run, so that the free space
+/// between them gathers above it. The cheapest run wins. Its moves go down only and are listed in
+/// ascending source order, as plan_full's, so one ticket-ordered pass executes them (memmove
+/// semantics). Cost: O(n x run length); runs stop growing once they cost more than the best found.
+std::optional<HolePlan> plan_slide(gsl::span<const SegmentLayout> segments, std::uint64_t bytes,
+                                   std::uint64_t alignment, std::uint64_t max_bytes_moved) {
+  struct Run {
+    std::uint64_t cost = UINT64_MAX;
+    std::size_t layout = 0;
+    std::size_t first = 0;
+    std::size_t last = 0;
+  } best;
+  for (std::size_t layout_index = 0; layout_index < segments.size(); ++layout_index) {
+    const SegmentLayout& layout = segments[layout_index];
+    const auto blocks = layout.blocks;
+    for (std::size_t first = 0; first < blocks.size(); ++first) {
+      if (!blocks[first].movable) continue;
+      std::uint64_t cursor = first == 0 ? 0 : blocks[first - 1].offset + blocks[first - 1].bytes;
+      std::uint64_t cost = 0;
+      for (std::size_t last = first; last < blocks.size() && blocks[last].movable; ++last) {
+        const LiveBlock& block = blocks[last];
+        const std::uint64_t destination = std::min(align_up(cursor, alignment_of(block)), block.offset);
+        if (destination != block.offset) cost += block.bytes;
+        if (cost > max_bytes_moved || cost >= best.cost) break;
+        cursor = destination + block.bytes;
+        const std::uint64_t next = last + 1 < blocks.size() ? blocks[last + 1].offset : layout.capacity;
+        if (align_up(cursor, alignment) + bytes <= next) {
+          best = {cost, layout_index, first, last + 1};
+          break;
+        }
+      }
+    }
+  }
+  if (best.cost == UINT64_MAX) return std::nullopt;
+  const SegmentLayout& home = segments[best.layout];
+  HolePlan plan{.segment = home.segment, .offset = 0, .moves = {}};
+  std::uint64_t cursor =
+      best.first == 0 ? 0 : home.blocks[best.first - 1].offset + home.blocks[best.first - 1].bytes;
+  for (std::size_t index = best.first; index < best.last; ++index) {
+    const LiveBlock& block = home.blocks[index];
+    const std::uint64_t destination = std::min(align_up(cursor, alignment_of(block)), block.offset);
+    if (destination != block.offset) {
+      plan.moves.push_back(Move{.tag = block.tag,
+                                .from_segment = home.segment,
+                                .from_offset = block.offset,
+                                .to_segment = home.segment,
+                                .to_offset = destination,
+                                .bytes = block.bytes});
+    }
+    cursor = destination + block.bytes;
+  }
+  plan.offset = align_up(cursor, alignment);
+  Ensures(bytes_moved(plan.moves) == best.cost);
+  return plan;
+}
+
 }  // namespace
 
 std::uint64_t bytes_moved(gsl::span<const Move> moves) {
@@ -161,7 +220,8 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 
 // Candidate windows are ranked by (moved bytes, blocks moved, segment, offset); only the cheapest
 // few are tried, because a window whose blocks cannot be placed mostly means that free space
-// outside it is short, which the next windows rarely change.
+// outside it is short, which the next windows rarely change. Then plan_slide, which needs no
+// outside holes, only free bytes next to a run of movable blocks.
 std::optional<HolePlan> plan_hole(gsl::span<const SegmentLayout> segments, std::uint64_t bytes,
                                   std::uint64_t alignment, std::uint64_t max_bytes_moved) {
   Expects(alignment != 0 && (alignment & (alignment - 1)) == 0);
@@ -198,7 +258,7 @@ std::optional<HolePlan> plan_hole(gsl::span<const SegmentLayout> segments, std::
       return plan;
     }
   }
-  return std::nullopt;
+  return plan_slide(segments, bytes, alignment, max_bytes_moved);
 }
 
 std::optional<std::vector<Move>> plan_evacuation(gsl::span<const SegmentLayout> segments,

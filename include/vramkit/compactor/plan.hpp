@@ -46,8 +46,10 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 
 /// A hole of at least `bytes` at an offset aligned to `alignment`, in any segment, made by moving
 /// as few bytes as possible: the window with the fewest movable live bytes and no fixed block, its
-/// blocks moved into holes outside it (best fit, largest first). nullopt when no such plan within
-/// max_bytes_moved exists. Cost: O(n log n).
+/// blocks moved into holes outside it (best fit, largest first). When no window's blocks fit
+/// outside it, the cheapest run of consecutive movable blocks slid down (as plan_full) to gather
+/// the free space next to it. nullopt when no such plan within max_bytes_moved exists.
+/// Cost: O(n log n), plus O(n x run length) for the fallback.
 struct HolePlan {
   std::uint32_t segment = 0;
   std::uint64_t offset = 0;  ///< Where the hole will be.
