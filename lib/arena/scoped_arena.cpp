@@ -15,7 +15,7 @@ bool is_power_of_two(std::uint64_t value) {
   return value != 0 && (value & (value - 1)) == 0;
 }
 
-std::string quoted(const std::string& name) {
+std::string quote_name(const std::string& name) {
   return "'" + name + "'";
 }
 
@@ -40,7 +40,7 @@ ScopedArena::ScopedArena(ScopedArena& parent, std::uint64_t bytes, std::string n
       capacity_(bytes),
       name_(std::move(name)) {
   parent.check_usable("carve a child arena");
-  if (bytes == 0) throw invalid_argument(detail::message("child arena ", quoted(name_), " of 0 bytes"));
+  if (bytes == 0) throw invalid_argument(detail::message("child arena ", quote_name(name_), " of 0 bytes"));
   const std::uint64_t used_before = parent.used_;
   base_offset_ = parent.bump(bytes, alignment, "child arena");
   parent.children_.push_back({this, used_before, true});
@@ -59,7 +59,7 @@ ScopedArena::~ScopedArena() {
   };
   std::string live;
   for (const Child& child : children_) {
-    if (child.alive) live += (live.empty() ? "" : ", ") + quoted(child.arena->name_);
+    if (child.alive) live += (live.empty() ? "" : ", ") + quote_name(child.arena->name_);
   }
   orphan(orphan, *this, name_);
   if (parent_ != nullptr) {
@@ -67,12 +67,12 @@ ScopedArena::~ScopedArena() {
     try {
       if (!live.empty()) {
         parent_->misuse_.push_back(
-            detail::message("arena ", quoted(name_), " was destroyed while its children ", live, " lived"));
+            detail::message("arena ", quote_name(name_), " was destroyed while its children ", live, " lived"));
       }
       if (!on_top) {
         parent_->misuse_.push_back(detail::message(
-            "child arena ", quoted(name_), " was destroyed out of order: ",
-            quoted(parent_->children_.back().arena->name_), ", created after it, still lived"));
+            "child arena ", quote_name(name_), " was destroyed out of order: ",
+            quote_name(parent_->children_.back().arena->name_), ", created after it, still lived"));
       }
     } catch (...) {  // recording needs memory; a destructor never throws
     }
@@ -113,8 +113,8 @@ std::uint64_t ScopedArena::allocate_bytes(std::uint64_t bytes, std::uint64_t ali
 std::uint64_t ScopedArena::take(std::uint64_t bytes, std::uint64_t alignment, const char* what) {
   check_usable("allocate");
   if (!children_.empty()) {
-    throw state_error(detail::message("arena ", quoted(name_), " cannot hand out a ", what, ": child arena ",
-                                      quoted(children_.back().arena->name_),
+    throw state_error(detail::message("arena ", quote_name(name_), " cannot hand out a ", what, ": child arena ",
+                                      quote_name(children_.back().arena->name_),
                                       " holds its top; allocate from the child or release it first"));
   }
   return bump(bytes, alignment, what);
@@ -131,7 +131,7 @@ std::uint64_t ScopedArena::bump(std::uint64_t bytes, std::uint64_t alignment, co
   const std::uint64_t left = capacity_ - used_;
   if (padding > left || bytes > left - padding) {
     throw arena_exhausted(detail::message(
-        "arena ", quoted(name_), " cannot hand out a ", what, " of ", format_bytes(bytes), " (", bytes,
+        "arena ", quote_name(name_), " cannot hand out a ", what, " of ", format_bytes(bytes), " (", bytes,
         " bytes, alignment ", alignment, "): ", format_bytes(left), " (", left, " bytes) left of ",
         format_bytes(capacity_), ", ", padding, " bytes of it needed for alignment"));
   }
@@ -144,14 +144,14 @@ std::uint64_t ScopedArena::bump(std::uint64_t bytes, std::uint64_t alignment, co
 
 void ScopedArena::check_usable(const char* operation) const {
   if (!orphaned_by_.empty()) {
-    throw state_error(detail::message("cannot ", operation, " in arena ", quoted(name_), ": its parent ",
-                                      quoted(orphaned_by_),
+    throw state_error(detail::message("cannot ", operation, " in arena ", quote_name(name_), ": its parent ",
+                                      quote_name(orphaned_by_),
                                       " was destroyed first (arenas are released in LIFO order), so its "
                                       "memory is gone"));
   }
   if (released_) {
     throw state_error(
-        detail::message("cannot ", operation, " in arena ", quoted(name_), ": it was released"));
+        detail::message("cannot ", operation, " in arena ", quote_name(name_), ": it was released"));
   }
 }
 
@@ -160,7 +160,7 @@ void ScopedArena::throw_recorded_misuse(const char* operation) {
   std::string all;
   for (const std::string& entry : misuse_) all += (all.empty() ? "" : "; ") + entry;
   misuse_.clear();
-  throw state_error(detail::message("arena ", quoted(name_), " refuses ", operation,
+  throw state_error(detail::message("arena ", quote_name(name_), " refuses ", operation,
                                     " once (nothing changed; call again to proceed) after misuse: ", all));
 }
 
@@ -168,8 +168,8 @@ void ScopedArena::reset() {
   check_usable("reset");
   throw_recorded_misuse("reset");
   if (!children_.empty()) {
-    throw state_error(detail::message("cannot reset arena ", quoted(name_), ": child arena ",
-                                      quoted(children_.back().arena->name_), " still lives"));
+    throw state_error(detail::message("cannot reset arena ", quote_name(name_), ": child arena ",
+                                      quote_name(children_.back().arena->name_), " still lives"));
   }
   used_ = 0;
   ++resets_;
@@ -180,14 +180,14 @@ void ScopedArena::release() {
   check_usable("release");
   throw_recorded_misuse("release");
   if (!children_.empty()) {
-    throw state_error(detail::message("cannot release arena ", quoted(name_), ": child arena ",
-                                      quoted(children_.back().arena->name_),
+    throw state_error(detail::message("cannot release arena ", quote_name(name_), ": child arena ",
+                                      quote_name(children_.back().arena->name_),
                                       " still lives; release it first"));
   }
   if (parent_ != nullptr && parent_->children_.back().arena != this) {
-    throw state_error(detail::message("cannot release child arena ", quoted(name_), " of ",
-                                      quoted(parent_->name_),
-                                      " out of order: ", quoted(parent_->children_.back().arena->name_),
+    throw state_error(detail::message("cannot release child arena ", quote_name(name_), " of ",
+                                      quote_name(parent_->name_),
+                                      " out of order: ", quote_name(parent_->children_.back().arena->name_),
                                       ", created after it, still lives; release arenas in reverse order"));
   }
   give_back();
