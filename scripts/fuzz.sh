@@ -13,6 +13,11 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
 cmake --build build-fuzz -j"$(nproc)" --target vramkit_pool_fuzz
 mkdir -p build-fuzz/corpus
 cd build-fuzz
+status=0
 ./tests/fuzz/vramkit_pool_fuzz corpus ../tests/fuzz/corpus -max_total_time="$seconds" -max_len=512 \
-  -print_final_stats=1 2>&1 | tee fuzz.log | grep -E "^(#[0-9]+ +DONE|stat::|==|SUMMARY|pool_fuzz:)" || true
-test "${PIPESTATUS[0]}" -eq 0
+  -print_final_stats=1 >fuzz.log 2>&1 || status=$?
+grep -E "^#[0-9]+ +DONE|^stat::(number_of_executed_units|average_exec_per_sec)|^pool_fuzz:|runtime error|^==.*ERROR|^SUMMARY" fuzz.log || true
+if [ "$status" -ne 0 ]; then
+  echo "fuzz.sh: the fuzzer failed (exit $status); see build-fuzz/fuzz.log and build-fuzz/crash-*" >&2
+fi
+exit "$status"

@@ -19,7 +19,12 @@ for kind in "${kinds[@]}"; do
     address)
       configure build-asan address
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ./build-asan/tests/vramkit_tests
+        ./build-asan/tests/vramkit_tests 2>&1 | tee build-asan/tests.log
+      # g++'s UBSan reports some checks (nonnull arguments) without stopping: any report fails the run.
+      if grep -q "runtime error:" build-asan/tests.log; then
+        echo "sanitize.sh: UndefinedBehaviorSanitizer reported errors (build-asan/tests.log)" >&2
+        exit 1
+      fi
       ;;
     thread)
       configure build-tsan thread

@@ -13,9 +13,9 @@
 #include "support/patterns.hpp"
 
 using namespace vramkit;
+using vramkit_test::holds_pattern;
 using vramkit_test::pattern;
 using vramkit_test::write_pattern;
-using vramkit_test::holds_pattern;
 
 namespace {
 Pool host_pool(std::uint64_t capacity, std::uint64_t max_capacity = 0) {
@@ -31,7 +31,8 @@ TEST_CASE("pool rejects a capacity of 0, a bad fraction, a bad granularity and a
   CHECK_THROWS_WITH(Pool({.capacity_fraction = -0.1}, device), Catch::Contains("-0.1"));
   CHECK_THROWS_AS(Pool({.capacity_bytes = 1_MiB, .granularity = 8}, device), vramkit::invalid_argument);
   CHECK_THROWS_AS(Pool({.capacity_bytes = 1_MiB, .granularity = 300}, device), vramkit::invalid_argument);
-  CHECK_THROWS_AS(Pool({.capacity_bytes = 2_MiB, .max_capacity_bytes = 1_MiB}, device), vramkit::invalid_argument);
+  CHECK_THROWS_AS(Pool({.capacity_bytes = 2_MiB, .max_capacity_bytes = 1_MiB}, device),
+                  vramkit::invalid_argument);
   CHECK(device->memory_info().free_bytes == device->memory_info().total_bytes);  // nothing obtained
 }
 
@@ -41,8 +42,10 @@ TEST_CASE("pool takes a fraction of the device's free memory", "[pool]") {
   CHECK(pool.statistics().reserved_bytes == 16_MiB);
 }
 
-TEST_CASE("allocating 0 bytes, a bad alignment or more than the pool can ever hold is a typed error that changes nothing",
-          "[pool][errors]") {
+TEST_CASE(
+    "allocating 0 bytes, a bad alignment or more than the pool can ever hold is a typed error that changes "
+    "nothing",
+    "[pool][errors]") {
   Pool pool = host_pool(1_MiB);
   const Handle kept = pool.allocate(1000);
   const auto before = pool.statistics();
@@ -50,7 +53,8 @@ TEST_CASE("allocating 0 bytes, a bad alignment or more than the pool can ever ho
   CHECK_THROWS_AS(pool.allocate(64, 3), vramkit::invalid_argument);
   CHECK_THROWS_WITH(pool.allocate(64, 3), Catch::Contains("alignment 3"));
   CHECK_THROWS_AS(pool.allocate(3_GiB), vramkit::out_of_memory);
-  CHECK_THROWS_WITH(pool.allocate(3_GiB), Catch::Contains("3 GiB") && Catch::Contains("largest possible block is 1 MiB"));
+  CHECK_THROWS_WITH(pool.allocate(3_GiB),
+                    Catch::Contains("3 GiB") && Catch::Contains("largest possible block is 1 MiB"));
   CHECK_THROWS_AS(pool.allocate(UINT64_MAX), std::bad_alloc);
   const auto after = pool.statistics();
   CHECK(after.used_bytes == before.used_bytes);
@@ -93,7 +97,8 @@ TEST_CASE("stale, foreign and empty handles raise invalid_handle and never resol
   CHECK(other.valid(foreign));
 }
 
-TEST_CASE("freeing a pinned buffer is a state_error and leaves it live; unpinning an unpinned one too", "[pool][errors]") {
+TEST_CASE("freeing a pinned buffer is a state_error and leaves it live; unpinning an unpinned one too",
+          "[pool][errors]") {
   Pool pool = host_pool(1_MiB);
   const Handle handle = pool.allocate(512);
   pool.pin(handle);
@@ -123,6 +128,18 @@ TEST_CASE("write and read round-trip bytes and refuse ranges outside the buffer"
   pool.fill(handle, std::byte{7});
   pool.read(handle, part, 0);
   CHECK(part == std::vector<std::byte>(10, std::byte{7}));
+}
+
+TEST_CASE("writing, reading or filling nothing is allowed and changes nothing", "[pool]") {
+  // An empty span's data() may be null; the device must not pass it to memcpy (found by fuzzing).
+  Pool pool = host_pool(1_MiB);
+  const Handle handle = pool.allocate(100);
+  write_pattern(pool, handle, 3);
+  pool.write(handle, {});
+  pool.write(handle, {}, 100);
+  pool.read(handle, {}, 100);
+  CHECK(holds_pattern(pool, handle, 3));
+  CHECK(pool.statistics().pinned_allocations == 0);
 }
 
 TEST_CASE("pins return the block's address and nest", "[pool]") {
@@ -156,7 +173,8 @@ TEST_CASE("statistics follow allocations: used, peak, free ranges, fragmentation
 }
 
 TEST_CASE("pool grows by segments up to its maximum and says so when it cannot", "[pool]") {
-  Pool pool({.capacity_bytes = 1_MiB, .max_capacity_bytes = 3_MiB, .compact_on_failure = false}, make_host_device());
+  Pool pool({.capacity_bytes = 1_MiB, .max_capacity_bytes = 3_MiB, .compact_on_failure = false},
+            make_host_device());
   const Handle a = pool.allocate(768_KiB);
   const Handle b = pool.allocate(768_KiB);  // needs a second segment
   CHECK(pool.statistics().segments == 2);
@@ -185,7 +203,8 @@ TEST_CASE("a failed region request during growth is a device_error that changes 
   pool.check_invariants();
 }
 
-TEST_CASE("threads allocating, writing, verifying and freeing concurrently never share a block", "[pool][threads]") {
+TEST_CASE("threads allocating, writing, verifying and freeing concurrently never share a block",
+          "[pool][threads]") {
   Pool pool = host_pool(64_MiB);
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;

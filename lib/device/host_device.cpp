@@ -58,16 +58,19 @@ void HostDevice::count_copy() {
 
 void HostDevice::copy_from_host(std::uint64_t destination, const void* source, std::uint64_t bytes, Stream) {
   count_copy();
+  if (bytes == 0) return;  // an empty span may carry a null pointer, which memcpy must not get
   std::memcpy(as_pointer(destination), source, bytes);
 }
 
 void HostDevice::copy_to_host(void* destination, std::uint64_t source, std::uint64_t bytes, Stream) {
   count_copy();
+  if (bytes == 0) return;
   std::memcpy(destination, as_pointer(source), bytes);
 }
 
 void HostDevice::fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream) {
   count_copy();
+  if (bytes == 0) return;
   std::memset(as_pointer(destination), std::to_integer<int>(value), bytes);
 }
 
