@@ -60,7 +60,9 @@ def train(arguments):
     torch.backends.cudnn.deterministic = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.use_deterministic_algorithms(True)
+    # warn_only: adaptive_avg_pool2d_backward has no deterministic CUDA kernel; it warns instead of
+    # raising, and the comparison tolerance covers its atomics.
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
     device = torch.device("cuda", arguments.device)
     torch.cuda.set_device(device)
