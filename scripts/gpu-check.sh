@@ -15,8 +15,9 @@ fi
 echo "== GPU tests"; ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tee "$out/gpu_tests.log" | tail -2
 for tool in memcheck racecheck synccheck; do
   echo "== compute-sanitizer $tool"
-  timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 9 ./build-gpu/tests/gpu/vramkit_gpu_tests \
-    ${SANITIZER_FILTER:-} >"$out/sanitizer_$tool.log" 2>&1; echo "exit $?"; tail -3 "$out/sanitizer_$tool.log"
+  VRAMKIT_GPU_PROPERTY_OPS="${SANITIZER_PROPERTY_OPS:-400}" timeout 240 compute-sanitizer --tool "$tool" \
+    --error-exitcode 9 ./build-gpu/tests/gpu/vramkit_gpu_tests ${SANITIZER_FILTER:-} >"$out/sanitizer_$tool.log" 2>&1
+  echo "exit $?"; tail -3 "$out/sanitizer_$tool.log"
 done
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo "== benchmarks"

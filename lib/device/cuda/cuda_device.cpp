@@ -44,6 +44,7 @@ class CudaDevice final : public Device {
     cudaStreamSynchronize(stream_);
     for (auto& [token, event] : events_) cudaEventDestroy(event);
     for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
+    for (cudaEvent_t event : retired_events_) cudaEventDestroy(event);
     cudaFree(scratch_);
     cudaFreeHost(staging_);
     cudaStreamDestroy(stream_);
@@ -99,6 +100,9 @@ class CudaDevice final : public Device {
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
     for (cudaEvent_t event : pending_waits_) check(cudaStreamWaitEvent(stream_, event, 0), "cudaStreamWaitEvent");
     pending_waits_.clear();
+    // The waits are enqueued: events forgotten meanwhile can be recorded again.
+    spare_events_.insert(spare_events_.end(), retired_events_.begin(), retired_events_.end());
+    retired_events_.clear();
     const std::size_t count = plan.chunks.size();
     if (count == 0) return {};
     const std::size_t phases = plan.phases();
@@ -161,9 +165,11 @@ class CudaDevice final : public Device {
   void forget(UseToken token) noexcept override {
     std::lock_guard lock(mutex_);
     if (auto found = events_.find(token); found != events_.end()) {
-      // A forgotten event may still be waited on by a pending execute(); keep it out of reuse until then.
+      // A forgotten event may still be waited on by a pending execute(); reuse it only after that.
       if (std::find(pending_waits_.begin(), pending_waits_.end(), found->second) == pending_waits_.end()) {
         spare_events_.push_back(found->second);
+      } else {
+        retired_events_.push_back(found->second);
       }
       events_.erase(found);
     }
@@ -209,6 +215,7 @@ class CudaDevice final : public Device {
   std::unordered_map<UseToken, cudaEvent_t> events_;
   std::vector<cudaEvent_t> spare_events_;
   std::vector<cudaEvent_t> pending_waits_;
+  std::vector<cudaEvent_t> retired_events_;  ///< Forgotten while a wait on them was pending.
   UseToken last_token_ = 0;
   void* staging_ = nullptr;
   std::size_t staging_bytes_ = 0;
