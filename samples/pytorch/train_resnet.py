@@ -15,8 +15,10 @@ import argparse
 import ctypes
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 # cuBLAS needs this before CUDA starts for torch.use_deterministic_algorithms(True).
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -73,19 +75,28 @@ def train(arguments):
     generator = torch.Generator().manual_seed(arguments.seed)
     losses = []
     model.train()
+    step_seconds = []
     for step in range(arguments.steps):
-        images = torch.randn(arguments.batch, 3, arguments.image, arguments.image, generator=generator).to(device)
-        labels = torch.randint(0, 1000, (arguments.batch,), generator=generator).to(device)
+        images = torch.randn(arguments.batch, 3, arguments.image, arguments.image, generator=generator)
+        labels = torch.randint(0, 1000, (arguments.batch,), generator=generator)
+        # Time the device step (copy in, forward, backward, update), not the CPU's random numbers;
+        # loss.item() waits for the step, so the clock stops when its work is done.
+        torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        images, labels = images.to(device), labels.to(device)
         optimizer.zero_grad(set_to_none=True)
         loss = loss_function(model(images), labels)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-        print(f"step {step:4d} loss {losses[-1]:.6f}", flush=True)
+        step_seconds.append(time.perf_counter() - started)
+        print(f"step {step:4d} loss {losses[-1]:.6f} time {step_seconds[-1] * 1e3:.1f} ms", flush=True)
     torch.cuda.synchronize(device)
+    warm = step_seconds[3:] if len(step_seconds) > 3 else step_seconds  # skip cuDNN/allocator warm-up
 
     result = {"allocator": arguments.allocator, "steps": arguments.steps, "batch": arguments.batch,
-              "seed": arguments.seed, "losses": losses}
+              "seed": arguments.seed, "losses": losses,
+              "median_step_seconds": statistics.median(warm) if warm else None}
     if stats is not None:
         pool = stats()
         result["peak_reserved_bytes"] = pool.get("peak_reserved_bytes")
@@ -121,9 +132,11 @@ def compare(arguments):
         "steps": arguments.steps, "batch": arguments.batch, "seed": arguments.seed,
         "losses_match": matched, "largest_relative_loss_difference": largest, "tolerance": arguments.tolerance,
         "vramkit": {"peak_reserved_bytes": vramkit["peak_reserved_bytes"],
+                    "median_step_seconds": vramkit["median_step_seconds"],
                     "peak_used_bytes": vramkit["peak_used_bytes"], "losses": vramkit["losses"],
                     "pool": vramkit.get("vramkit")},
         "pytorch": {"peak_reserved_bytes": pytorch["peak_reserved_bytes"],
+                    "median_step_seconds": pytorch["median_step_seconds"],
                     "peak_used_bytes": pytorch["peak_used_bytes"], "losses": pytorch["losses"]},
     }
     print(json.dumps(report, indent=2))
