@@ -144,23 +144,37 @@ int main(int argc, char** argv) {
     pool.free(handle);
   }
 
-  // Threads, each churning its own blocks in the shared pool.
-  std::printf("\nthreads  churn ops/s   speed-up\n");
-  double one_thread = 0;
+  // Threads, each churning its own blocks: in one Pool (one mutex), and in a ConcurrentPool with a
+  // shard per thread (each thread allocates in its home shard).
+  std::printf("\nthreads  one Pool ops/s  speed-up   ConcurrentPool ops/s  speed-up\n");
+  double one_thread = 0, one_thread_sharded = 0;
   for (unsigned threads : {1u, 2u, 4u, 8u, 16u}) {
-    Pool shared({.capacity_bytes = 4_GiB}, device);
     const std::size_t per_thread = quick ? 5000 : 20000;
-    std::vector<std::thread> workers;
-    const auto start = clock_type::now();
-    for (unsigned t = 0; t < threads; ++t) {
-      workers.emplace_back([&, t] { pool_churn_ns(shared, sizes, 100, per_thread, 10 + t); });
+    auto measure = [&](auto&& pool_of_thread) {
+      std::vector<std::thread> workers;
+      const auto start = clock_type::now();
+      for (unsigned t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] { pool_churn_ns(pool_of_thread(), sizes, 100, per_thread, 10 + t); });
+      }
+      for (auto& worker : workers) worker.join();
+      const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+      return static_cast<double>(threads * per_thread) / seconds;
+    };
+    Pool shared({.capacity_bytes = 4_GiB}, device);
+    const double ops = measure([&]() -> Pool& { return shared; });
+    ConcurrentPool sharded({.pool = {.capacity_bytes = std::uint64_t{threads} * 1_GiB}, .shards = threads}, device);
+    const double sharded_ops = measure([&]() -> Pool& { return sharded.local(); });
+    if (threads == 1) {
+      one_thread = ops;
+      one_thread_sharded = sharded_ops;
     }
-    for (auto& worker : workers) worker.join();
-    const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-    const double ops = static_cast<double>(threads * per_thread) / seconds;
-    if (threads == 1) one_thread = ops;
-    std::printf("%7u  %12.0f   %7.2fx\n", threads, ops, ops / one_thread);
-    report["threads"].push_back({{"threads", threads}, {"ops_per_second", ops}, {"speedup", ops / one_thread}});
+    std::printf("%7u  %14.0f  %7.2fx   %20.0f  %7.2fx\n", threads, ops, ops / one_thread, sharded_ops,
+                sharded_ops / one_thread_sharded);
+    report["threads"].push_back({{"threads", threads},
+                                 {"ops_per_second", ops},
+                                 {"speedup", ops / one_thread},
+                                 {"concurrent_pool_ops_per_second", sharded_ops},
+                                 {"concurrent_pool_speedup", sharded_ops / one_thread_sharded}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << '\n';
   return 0;

@@ -77,6 +77,8 @@ class Pool {
   bool release(Handle handle) noexcept;
 
   bool valid(Handle handle) const noexcept;
+  /// Whether `handle` was issued by this pool (live or not): its table id is this pool's. O(1).
+  bool owns(Handle handle) const noexcept;
   std::uint64_t size(Handle handle) const;
 
   /// The buffer's device address, valid until the matching unpin. Pins nest.

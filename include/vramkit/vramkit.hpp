@@ -3,6 +3,7 @@
 #include <vramkit/alerts.hpp>
 #include <vramkit/arena_buffer.hpp>
 #include <vramkit/compaction.hpp>
+#include <vramkit/concurrent_pool.hpp>
 #include <vramkit/device.hpp>
 #include <vramkit/device_buffer.hpp>
 #include <vramkit/device_monitor.hpp>

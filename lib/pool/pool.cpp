@@ -260,6 +260,8 @@ bool Pool::valid(Handle handle) const noexcept {
   return table_->valid(handle);
 }
 
+bool Pool::owns(Handle handle) const noexcept { return handle.table == table_->id(); }
+
 std::uint64_t Pool::size(Handle handle) const {
   std::lock_guard lock(mutex_);
   return (*table_)[table_->check(handle)].bytes;

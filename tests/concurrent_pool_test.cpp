@@ -1,0 +1,152 @@
+// ConcurrentPool: shards, home shards per thread, fallback, routing, compaction and statistics.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include <vramkit/concurrent_pool.hpp>
+#include <vramkit/device_buffer.hpp>
+#include <vramkit/host_device.hpp>
+#include <vramkit/units.hpp>
+
+#include "support/patterns.hpp"
+
+using namespace vramkit;
+using vramkit_test::holds_pattern;
+using vramkit_test::write_pattern;
+
+TEST_CASE("a concurrent pool splits its capacity over its shards", "[concurrent]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 4}, make_host_device());
+  CHECK(pool.shard_count() == 4);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(pool.shard(i).statistics().reserved_bytes == 2_MiB);
+  CHECK(pool.statistics().reserved_bytes == 8_MiB);
+  CHECK_THROWS_AS(ConcurrentPool({.pool = {.capacity_bytes = 1024}, .shards = 8}, make_host_device()),
+                  vramkit::invalid_argument);
+}
+
+TEST_CASE("threads get different home shards and handles route to their owner from any thread", "[concurrent]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 4}, make_host_device());
+  std::vector<Handle> handles(4);
+  std::vector<Pool*> homes(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      homes[t] = &pool.local();
+      handles[t] = pool.allocate(100_KiB);
+      write_pattern(pool.owner(handles[t]), handles[t], 10 + t);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::sort(homes.begin(), homes.end());
+  CHECK(std::unique(homes.begin(), homes.end()) == homes.end());  // round robin: four distinct shards
+  for (int t = 0; t < 4; ++t) {
+    CHECK(pool.owner(handles[t]).owns(handles[t]));
+    CHECK(holds_pattern(pool.owner(handles[t]), handles[t], 10 + t));
+    pool.free(handles[t]);  // freed from this thread, not the allocating one
+  }
+  CHECK(pool.statistics().live_allocations == 0);
+  CHECK_THROWS_AS(pool.free(handles[0]), invalid_handle);  // stale now
+}
+
+TEST_CASE("a full home shard falls back to another shard, and the request counts once", "[concurrent]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 4_MiB, .compact_on_failure = false}, .shards = 2},
+                      make_host_device());
+  Pool& home = pool.local();
+  const Handle first = pool.allocate(1536_KiB);
+  CHECK(home.owns(first));
+  const Handle second = pool.allocate(1536_KiB);  // the home shard (2 MiB) has 512 KiB left
+  CHECK_FALSE(home.owns(second));
+  const auto statistics = pool.statistics();
+  CHECK(statistics.allocation_requests == 2);
+  CHECK(statistics.allocation_failures == 0);
+  CHECK(statistics.success_rate() == 1.0);
+  CHECK_THROWS_WITH(pool.allocate(1536_KiB), Catch::Contains("none of the 2 shards"));
+  CHECK(pool.statistics().allocation_requests == 3);
+  CHECK(pool.statistics().allocation_failures == 1);
+  CHECK_THROWS_AS(pool.allocate(3_MiB), out_of_memory);  // larger than any shard can ever hold
+}
+
+TEST_CASE("handles of no shard are refused with invalid_handle", "[concurrent][errors]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 4_MiB}, .shards = 2}, make_host_device());
+  Pool other({.capacity_bytes = 1_MiB}, make_host_device());
+  CHECK_THROWS_WITH(pool.owner(other.allocate(256)), Catch::Contains("not to any of the 2 shards"));
+  CHECK_THROWS_WITH(pool.owner(Handle{}), Catch::Contains("empty handle"));
+}
+
+TEST_CASE("compacting a concurrent pool compacts every shard and keeps every byte", "[concurrent][compaction]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 4}, make_host_device({.shuffle_seed = 3}));
+  std::vector<std::pair<Handle, int>> kept;
+  std::vector<std::thread> threads;
+  std::mutex kept_mutex;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<Handle> mine;
+      for (int i = 0; i < 40; ++i) mine.push_back(pool.allocate(5_KiB + 1_KiB * (i % 9)));
+      for (int i = 0; i < 40; ++i) {
+        if (i % 2 == 0) {
+          pool.free(mine[i]);
+        } else {
+          write_pattern(pool.owner(mine[i]), mine[i], t * 100 + i);
+          std::lock_guard lock(kept_mutex);
+          kept.emplace_back(mine[i], t * 100 + i);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  REQUIRE(pool.statistics().fragmentation() > 0.0);
+  const CompactionReport report = pool.compact();
+  CHECK(report.blocks_moved > 0);
+  for (std::size_t i = 0; i < pool.shard_count(); ++i) {
+    CHECK(pool.shard(i).statistics().free_ranges == 1);
+    pool.shard(i).check_invariants();
+  }
+  for (const auto& [handle, key] : kept) CHECK(holds_pattern(pool.owner(handle), handle, key));
+}
+
+TEST_CASE("threads churning a concurrent pool while another compacts lose no byte", "[concurrent][threads]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 32_MiB}, .shards = 4}, make_host_device());
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::thread compactor([&] {
+    while (!done) pool.compact();
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(t));
+      std::vector<std::pair<Handle, int>> mine;
+      for (int step = 0; step < 1000; ++step) {
+        if (mine.size() < 16 && random() % 3 != 0) {
+          const Handle handle = pool.allocate(256 + random() % 30000);
+          write_pattern(pool.owner(handle), handle, t * 10000 + step);
+          mine.emplace_back(handle, t * 10000 + step);
+        } else if (!mine.empty()) {
+          const auto [handle, key] = mine.back();
+          if (!holds_pattern(pool.owner(handle), handle, key)) ++errors;
+          pool.free(handle);
+          mine.pop_back();
+        }
+      }
+      for (const auto& [handle, key] : mine) {
+        if (!holds_pattern(pool.owner(handle), handle, key)) ++errors;
+        pool.free(handle);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  done = true;
+  compactor.join();
+  CHECK(errors == 0);
+  CHECK(pool.statistics().live_allocations == 0);
+  for (std::size_t i = 0; i < pool.shard_count(); ++i) pool.shard(i).check_invariants();
+}
+
+TEST_CASE("DeviceBuffers built on the home shard work like any pool's", "[concurrent][buffers]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 4_MiB}, .shards = 2}, make_host_device());
+  std::vector<int> values(1000, 7);
+  DeviceBuffer<int> buffer(pool.local(), values);
+  CHECK(buffer.to_vector() == values);
+  CHECK(pool.statistics().live_allocations == 1);
+}
