@@ -81,7 +81,10 @@ class Heap {
   /// space between them. Returns their new ids in the same order. O(n).
   std::vector<BlockId> rebuild(gsl::span<const HeapPlacement> placements);
 
-  const HeapBlock block(BlockId id) const;
+  HeapBlock block(BlockId id) const {
+    const Node& node = nodes_[id];  // inline: the compactor's walk calls it once per block
+    return {id, node.offset, node.bytes, node.free, node.tag};
+  }
   void set_tag(BlockId id, std::uint32_t tag);
 
   /// Visits every block in address order. O(n).

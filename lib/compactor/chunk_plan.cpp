@@ -129,8 +129,6 @@ ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_
   std::vector<std::uint32_t>& by_destination = same_order ? by_source : destination_order;
   sort_and_check_disjoint(
       by_destination, moves, [](const CopyRange& m) { return m.destination; }, "destination");
-  sort_and_check_disjoint(
-      by_destination, moves, [](const CopyRange& m) { return m.destination; }, "destination");
 
   // Chunks in source order; moves[i]'s chunks are [first_chunk[i], first_chunk[i] + chunks_of[i]).
   // A 64-bit division costs tens of cycles, which at 100,000 moves is most of the planning time:

@@ -251,6 +251,7 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
     }
     cursor = placement.offset + placement.bytes;
   }
+  if (placements.size() >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
   nodes_.clear();
   spare_nodes_.clear();
   for (auto& row : free_heads_)
@@ -265,12 +266,14 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
   std::vector<BlockId> ids;
   ids.reserve(placements.size());
   BlockId last = no_block;
+  // Nodes are appended in address order (the spare list is empty after the clear), linked as they go.
   auto append = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
-    const BlockId id = new_node();
-    Node& node = nodes_[id];
+    const auto id = static_cast<BlockId>(nodes_.size());
+    Node& node = nodes_.emplace_back();
     node.offset = offset;
     node.bytes = bytes;
     node.tag = tag;
+    node.in_use = true;
     node.previous_physical = last;
     if (last != no_block) nodes_[last].next_physical = id;
     else first_ = id;
@@ -287,12 +290,6 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
   }
   if (cursor < capacity_) append(cursor, capacity_ - cursor, true, 0);
   return ids;
-}
-
-const HeapBlock Heap::block(BlockId id) const {
-  Expects(id < nodes_.size() && nodes_[id].in_use);
-  const Node& node = nodes_[id];
-  return {id, node.offset, node.bytes, node.free, node.tag};
 }
 
 void Heap::set_tag(BlockId id, std::uint32_t tag) {
