@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <thrust/mr/disjoint_pool.h>
+#include <thrust/mr/new.h>
 
 #include <vramkit/vramkit.hpp>
 
@@ -30,6 +32,22 @@ double ns_since(clock_type::time_point start, std::size_t count) {
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// Host-side bookkeeping alone, the CCCL way: Thrust's disjoint pool (blocks from new/delete, its
+// bookkeeping in host memory), unsynchronized, exact-size free lists, no coalescing, no handles.
+double thrust_disjoint_pair_ns(std::uint64_t bytes, int pairs) {
+  thrust::mr::new_delete_resource upstream, bookkeeper;
+  thrust::mr::disjoint_unsynchronized_pool_resource<thrust::mr::new_delete_resource, thrust::mr::new_delete_resource>
+      resource(&upstream, &bookkeeper);
+  resource.deallocate(resource.allocate(bytes, 256), bytes, 256);  // warm: one block cached
+  std::vector<double> runs;
+  for (int run = 0; run < 5; ++run) {
+    const auto start = clock_type::now();
+    for (int i = 0; i < pairs; ++i) resource.deallocate(resource.allocate(bytes, 256), bytes, 256);
+    runs.push_back(ns_since(start, pairs));
+  }
+  return median(runs);
 }
 
 double pool_pair_ns(Pool& pool, std::uint64_t bytes, int pairs) {
@@ -92,8 +110,8 @@ int main(int argc, char** argv) {
 
   Pool pool({.capacity_bytes = 1_GiB}, device);
   const int pairs = quick ? 20000 : 200000;
-  std::printf("\n%-10s %14s %16s %18s %10s\n", "size", "pool ns/pair", "cudaMalloc ns", "cudaMallocAsync ns",
-              "async/pool");
+  std::printf("\n%-10s %14s %16s %18s %10s %16s\n", "size", "pool ns/pair", "cudaMalloc ns", "cudaMallocAsync ns",
+              "async/pool", "thrust disjoint ns");
   for (std::uint64_t bytes = 256; bytes <= 256_MiB; bytes *= 16) {
     const double pool_ns = pool_pair_ns(pool, bytes, pairs);
     double malloc_ns = NAN, async_ns = NAN;
@@ -101,10 +119,11 @@ int main(int argc, char** argv) {
       malloc_ns = vramkit_bench::cuda_malloc_pair_ns(bytes, quick ? 20 : 200);
       async_ns = vramkit_bench::cuda_malloc_async_pair_ns(bytes, quick ? 2000 : 20000);
     }
-    std::printf("%-10s %14.1f %16.1f %18.1f %10.1f\n", format_bytes(bytes).c_str(), pool_ns, malloc_ns, async_ns,
-                async_ns / pool_ns);
+    const double thrust_ns = thrust_disjoint_pair_ns(bytes, pairs);
+    std::printf("%-10s %14.1f %16.1f %18.1f %10.1f %16.1f\n", format_bytes(bytes).c_str(), pool_ns, malloc_ns, async_ns,
+                async_ns / pool_ns, thrust_ns);
     report["pair"].push_back({{"bytes", bytes}, {"pool_ns", pool_ns}, {"cuda_malloc_ns", malloc_ns},
-                              {"cuda_malloc_async_ns", async_ns}});
+                              {"cuda_malloc_async_ns", async_ns}, {"thrust_disjoint_pool_ns", thrust_ns}});
   }
 
   const std::size_t live = 2000, replacements = quick ? 5000 : 20000;
