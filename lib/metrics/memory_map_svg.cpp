@@ -4,6 +4,7 @@
 // may then overlap its neighbour by under a pixel, but is still one rect: tests count them).
 // Headline metrics above, a legend below. Every piece of text goes through xml_escape(), so any
 // title yields well-formed XML. Cost: O(blocks).
+#include <vramkit/detail/xml_escape.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/memory_map.hpp>
 #include <vramkit/units.hpp>
@@ -23,32 +24,7 @@ constexpr double bar_gap = 14;
 constexpr double header_height = 84;  // title and two lines of metrics
 constexpr double legend_height = 40;
 
-std::string xml_escape(std::string_view text) {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        escaped += "&amp;";
-        break;
-      case '<':
-        escaped += "&lt;";
-        break;
-      case '>':
-        escaped += "&gt;";
-        break;
-      case '"':
-        escaped += "&quot;";
-        break;
-      case '\'':
-        escaped += "&apos;";
-        break;
-      default:
-        escaped += c;
-    }
-  }
-  return escaped;
-}
+using detail::xml_escape;
 
 std::string number(double value) {
   char text[32];

@@ -2,6 +2,7 @@
 //
 // Every name goes through xml_escape(), so any name yields well-formed XML. Buffers too thin to
 // label carry their name and size in a <title> (shown on hover) all the same.
+#include <vramkit/detail/xml_escape.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/memory_plan.hpp>
@@ -21,32 +22,7 @@ constexpr double stage_width = 128;
 constexpr double plot_height = 480;
 constexpr double label_height = 13;  // a rectangle at least this tall gets a text label
 
-std::string xml_escape(std::string_view text) {
-  std::string escaped;
-  escaped.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        escaped += "&amp;";
-        break;
-      case '<':
-        escaped += "&lt;";
-        break;
-      case '>':
-        escaped += "&gt;";
-        break;
-      case '"':
-        escaped += "&quot;";
-        break;
-      case '\'':
-        escaped += "&apos;";
-        break;
-      default:
-        escaped += c;
-    }
-  }
-  return escaped;
-}
+using detail::xml_escape;
 
 std::string number(double value) {
   char text[32];
