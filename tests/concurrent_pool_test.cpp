@@ -67,6 +67,34 @@ TEST_CASE("a full home shard falls back to another shard, and the request counts
   CHECK_THROWS_AS(pool.allocate(3_MiB), out_of_memory);  // larger than any shard can ever hold
 }
 
+TEST_CASE("an incremental compaction of a concurrent pool honours one byte budget over all shards",
+          "[concurrent][compaction]") {
+  ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 4}, make_host_device());
+  for (std::size_t index = 0; index < pool.shard_count(); ++index) {
+    Pool& shard = pool.shard(index);
+    std::vector<Handle> handles;
+    for (int i = 0; i < 16; ++i) handles.push_back(shard.allocate(64_KiB));
+    for (int i = 0; i < 16; i += 2) shard.free(handles[i]);
+  }
+  const CompactionReport report = pool.compact({.max_bytes_moved = 200_KiB});
+  CHECK(report.bytes_moved > 0);
+  CHECK(report.bytes_moved <= 200_KiB);
+}
+
+TEST_CASE("growth never adds a segment smaller than the request", "[concurrent][segments]") {
+  // 3 MiB + 100 bytes of growth limit over 2 shards: each shard's room is not a granule multiple.
+  ConcurrentPool pool({.pool = {.capacity_bytes = 1_MiB, .max_capacity_bytes = 3_MiB + 100,
+                                .compact_on_failure = false},
+                       .shards = 2},
+                      make_host_device());
+  Pool& shard = pool.shard(0);
+  const Handle first = shard.allocate(512_KiB);
+  const std::uint64_t room = shard.options().max_capacity_bytes - shard.statistics().reserved_bytes;
+  CHECK_THROWS_AS(shard.allocate(room), out_of_memory);  // would need a segment of `room` bytes
+  CHECK(shard.statistics().segments == 1);               // and none was added in vain
+  shard.free(first);
+}
+
 TEST_CASE("handles of no shard are refused with invalid_handle", "[concurrent][errors]") {
   ConcurrentPool pool({.pool = {.capacity_bytes = 4_MiB}, .shards = 2}, make_host_device());
   Pool other({.capacity_bytes = 1_MiB}, make_host_device());

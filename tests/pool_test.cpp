@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include <vramkit/device_buffer.hpp>
 #include <vramkit/host_device.hpp>
 #include <vramkit/pool.hpp>
 #include <vramkit/units.hpp>
@@ -105,10 +106,32 @@ TEST_CASE("freeing a pinned buffer is a state_error and leaves it live; unpinnin
   CHECK_THROWS_AS(pool.free(handle), state_error);
   CHECK_THROWS_WITH(pool.free(handle), Catch::Contains("pinned 1 time"));
   CHECK(pool.valid(handle));
-  CHECK_FALSE(pool.release(handle));  // the destructor path refuses too, without throwing
   pool.unpin(handle);
   CHECK_THROWS_AS(pool.unpin(handle), state_error);
   pool.free(handle);
+  CHECK(pool.statistics().live_allocations == 0);
+}
+
+TEST_CASE("a buffer released while pinned is freed by its last unpin, not leaked", "[pool]") {
+  Pool pool = host_pool(1_MiB);
+  const Handle handle = pool.allocate(512);
+  pool.pin(handle);
+  pool.pin(handle);
+  CHECK(pool.release(handle));  // the destructor path (a DeviceBuffer dying before its Pinned guard)
+  CHECK(pool.valid(handle));    // still pinned: the raw pointer stays valid
+  pool.unpin(handle);
+  CHECK(pool.statistics().live_allocations == 1);
+  pool.unpin(handle);  // the last pin frees it
+  CHECK_FALSE(pool.valid(handle));
+  CHECK(pool.statistics().live_allocations == 0);
+  CHECK(pool.statistics().pinned_allocations == 0);
+  pool.check_invariants();
+  {
+    DeviceBuffer<int> buffer(pool, 64);
+    Pinned<int> pinned = buffer.pin();
+    buffer.reset();
+    CHECK(pool.statistics().live_allocations == 1);
+  }
   CHECK(pool.statistics().live_allocations == 0);
 }
 

@@ -73,8 +73,11 @@ class Pool {
   /// Throws invalid_handle for a stale/foreign/empty handle, state_error if the buffer is pinned.
   /// Waits for stream uses recorded at unpin before the memory can be reused.
   void free(Handle handle);
-  /// The destructor path: frees a valid, unpinned handle; never throws. Returns whether it freed.
-  bool release(Handle handle) noexcept;
+  /// The destructor path; never throws. Frees a valid handle and returns true. A buffer still
+  /// pinned is freed when its last pin ends (a DeviceBuffer may die before its Pinned guard). With a
+  /// stream, the memory is not reused before the work queued there so far has finished (the host
+  /// waits for it). Returns false for a stale, foreign or empty handle.
+  bool release(Handle handle, Stream stream = nullptr) noexcept;
 
   bool valid(Handle handle) const noexcept;
   /// Whether `handle` was issued by this pool (live or not): its table id is this pool's. O(1).

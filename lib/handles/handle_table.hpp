@@ -31,6 +31,7 @@ struct Slot {
   std::uint32_t pending_uses = 0;  ///< Stream uses recorded at unpin and not yet known to be over.
   std::uint32_t next_free = 0;
   bool live = false;
+  bool free_when_unpinned = false;  ///< Released while pinned: freed by the last unpin.
   SlotKind kind = SlotKind::buffer;
 };
 

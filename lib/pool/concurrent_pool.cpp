@@ -96,8 +96,10 @@ CompactionReport ConcurrentPool::compact(const CompactOptions& options) {
   total.fragmentation_before = before.fragmentation();
   total.largest_free_before = before.largest_free_block;
   total.goal_met = false;
+  CompactOptions remaining = options;  // one byte budget for the whole call, not one per shard
   for (const auto& shard : shards_) {
-    const CompactionReport report = shard->compact(options);
+    const CompactionReport report = shard->compact(remaining);
+    remaining.max_bytes_moved -= std::min(remaining.max_bytes_moved, report.bytes_moved);
     total.blocks_moved += report.blocks_moved;
     total.bytes_moved += report.bytes_moved;
     total.segments_released += report.segments_released;

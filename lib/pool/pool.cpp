@@ -72,7 +72,12 @@ void Pool::add_segment(std::uint64_t bytes) {
     region = device_->obtain(bytes + segment_alignment);
   }
   const std::uint64_t base = align_up(region.address, segment_alignment);
-  segments_.push_back(std::make_unique<Segment>(region, base, bytes, options_.granularity));
+  try {
+    segments_.push_back(std::make_unique<Segment>(region, base, bytes, options_.granularity));
+  } catch (...) {  // host memory for the bookkeeping ran out: give the region back
+    device_->release(region);
+    throw;
+  }
   reserved_ += bytes;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
 }
@@ -144,7 +149,7 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
   if (!placed) {
     try {
       placed = grow(block_bytes, alignment) && try_place(slot, block_bytes, alignment);
-    } catch (const device_error&) {
+    } catch (...) {
       table_->release(slot);
       ++failures_;
       throw;
@@ -192,6 +197,7 @@ bool Pool::grow(std::uint64_t block_bytes, std::uint64_t alignment) {
   const std::uint64_t needed = block_bytes;  // segment bases are aligned to every alignment we serve
   if (needed > room) return false;
   const std::uint64_t bytes = std::min(room, std::max(step, needed)) & ~(options_.granularity - 1);
+  if (bytes < needed) return false;  // the room, rounded down to the granularity, is too small
   try {
     add_segment(bytes);
   } catch (const out_of_memory&) {
@@ -223,12 +229,21 @@ void Pool::free(Handle handle) {
   free_locked(slot, lock);
 }
 
-bool Pool::release(Handle handle) noexcept {
+bool Pool::release(Handle handle, Stream stream) noexcept {
   try {
     std::unique_lock lock(mutex_);
     if (!table_->valid(handle)) return false;
     const std::uint32_t slot = handle.slot;
-    if ((*table_)[slot].pins != 0 && (*table_)[slot].kind == SlotKind::buffer) return false;
+    Slot& entry = (*table_)[slot];
+    if (stream != nullptr) {
+      pending_uses_.reserve(pending_uses_.size() + 1);
+      pending_uses_.push_back({slot, device_->record_use_end(stream)});
+      ++entry.pending_uses;
+    }
+    if (entry.pins != 0 && entry.kind == SlotKind::buffer) {
+      entry.free_when_unpinned = true;  // the last unpin frees it
+      return true;
+    }
     free_locked(slot, lock);
     return true;
   } catch (...) {
@@ -240,11 +255,11 @@ void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
   Slot& entry = (*table_)[slot];
   if (entry.pending_uses != 0) {  // the memory must not be reused before those streams are done
     auto uses_this_slot = [&](const PendingUse& use) { return use.slot == slot; };
+    for (const PendingUse& use : pending_uses_) {  // wait for all first: a failed wait changes nothing
+      if (uses_this_slot(use)) device_->host_wait(use.token);
+    }
     for (const PendingUse& use : pending_uses_) {
-      if (uses_this_slot(use)) {
-        device_->host_wait(use.token);
-        device_->forget(use.token);
-      }
+      if (uses_this_slot(use)) device_->forget(use.token);
     }
     std::erase_if(pending_uses_, uses_this_slot);
   }
@@ -288,10 +303,17 @@ void Pool::unpin(Handle handle, Stream stream) {
     throw state_error(detail::message("unpin of buffer {slot ", slot, "}, which is not pinned"));
   }
   if (stream != nullptr) {
+    pending_uses_.reserve(pending_uses_.size() + 1);  // so that recording is the last thing that can fail
     pending_uses_.push_back({slot, device_->record_use_end(stream)});
     ++entry.pending_uses;
   }
-  if (--entry.pins == 0 && entry.kind == SlotKind::buffer) --pinned_;
+  if (--entry.pins == 0 && entry.kind == SlotKind::buffer) {
+    --pinned_;
+    if (entry.free_when_unpinned) {
+      std::unique_lock<std::mutex> unused;
+      free_locked(slot, unused);
+    }
+  }
 }
 
 bool Pool::unpin_noexcept(Handle handle, Stream stream) noexcept {

@@ -176,8 +176,7 @@ VRAMKIT_TORCH_EXPORT void vramkit_free(void* ptr, ssize_t, int device, Stream st
     const Handle handle = found->second;
     entry->blocks.erase(found);
     entry->note_stream(stream);
-    entry->pool->unpin_noexcept(handle, entry->several_streams ? stream : nullptr);
-    entry->pool->release(handle);
+    entry->pool->release(handle, entry->several_streams ? stream : nullptr);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "vramkit_free(device %d): %s\n", device, error.what());
   }

@@ -35,14 +35,14 @@ class PinnedRegistry {
       std::lock_guard lock(mutex_);
       entries_.emplace(Key{&pool, address}, handle);
     } catch (...) {
-      pool.unpin_noexcept(handle);
       pool.release(handle);
       throw;
     }
     return address;
   }
 
-  /// Ends the life pin (recording `stream`'s use when given) and frees the block. Returns false,
+  /// Frees the block (allocate_pinned: it never moves), after recording `stream`'s use when given so
+  /// that the memory is not reused before that work has finished. Returns false,
   /// changing nothing, for an address this pool did not hand out through a registry. Never throws.
   bool release(Pool& pool, std::uint64_t address, Stream stream = nullptr) noexcept {
     std::optional<Handle> handle;
@@ -53,9 +53,8 @@ class PinnedRegistry {
       handle = entry->second;
       entries_.erase(entry);
     }
-    // free() waits (on the host) for the stream's recorded use before the memory can be reused.
-    pool.unpin_noexcept(*handle, stream);
-    return pool.release(*handle);
+    // release() records the stream's use and waits for it (on the host) before the memory is reused.
+    return pool.release(*handle, stream);
   }
 
   /// The handle behind an address, if this registry holds it.

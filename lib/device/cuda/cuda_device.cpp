@@ -116,14 +116,22 @@ class CudaDevice final : public Device {
     }
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
     auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
-    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
-    for (std::size_t phase = 0; phase < phases; ++phase) {
-      check(cuda_detail::launch_move_chunks(device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
-                                            flags + count + phase, flags, move_blocks_, stream_),
-            "move kernel launch");
+    try {
+      check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+      for (std::size_t phase = 0; phase < phases; ++phase) {
+        check(cuda_detail::launch_move_chunks(device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
+                                              flags + count + phase, flags, move_blocks_, stream_),
+              "move kernel launch");
+      }
+      check(cudaStreamSynchronize(stream_), "move kernel");
+    } catch (...) {
+      // Let whatever was enqueued finish before the pool hands the space out again. Which moves
+      // completed is unknown: a launch failure or a kernel fault here is a sticky CUDA error, after
+      // which the context and every buffer in it are lost anyway.
+      cudaStreamSynchronize(stream_);
+      throw;
     }
-    check(cudaStreamSynchronize(stream_), "move kernel");
     return {};
   }
 
