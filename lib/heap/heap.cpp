@@ -135,6 +135,12 @@ std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint64_t by
 
 // Cuts [offset, offset + bytes) out of free block `id`: the parts before and after stay free.
 HeapAllocation Heap::take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
+  // Room for the (up to) two nodes a split creates, before anything changes: new_node() then
+  // cannot throw half way through the split.
+  if (spare_nodes_.size() < 2) {
+    if (nodes_.size() + 2 > no_block) throw out_of_memory("heap has 2^32 - 1 blocks; no more block ids");
+    if (nodes_.capacity() < nodes_.size() + 2) nodes_.reserve(std::max(nodes_.size() + 2, 2 * nodes_.capacity()));
+  }
   remove_free(id);
   Node* node = &nodes_[id];
   if (offset > node->offset) {  // free head part
@@ -252,7 +258,12 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
     cursor = placement.offset + placement.bytes;
   }
   if (placements.size() >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
-  nodes_.clear();
+  // Every allocation first, so that a failure leaves the heap as it was.
+  std::vector<Node> storage;
+  storage.reserve(2 * placements.size() + 1);
+  std::vector<BlockId> ids;
+  ids.reserve(placements.size());
+  nodes_.swap(storage);
   spare_nodes_.clear();
   for (auto& row : free_heads_)
     for (auto& head : row) head = no_block;
@@ -261,10 +272,7 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
   free_bytes_ = free_ranges_ = allocated_blocks_ = 0;
   sum_of_squared_free_ = 0;
   largest_free_valid_ = false;
-  nodes_.reserve(2 * placements.size() + 1);
 
-  std::vector<BlockId> ids;
-  ids.reserve(placements.size());
   BlockId last = no_block;
   // Nodes are appended in address order (the spare list is empty after the clear), linked as they go.
   auto append = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
