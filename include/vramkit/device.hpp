@@ -71,16 +71,19 @@ class Device {
   /// returns once the moved bytes are in place.
   virtual ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) = 0;
 
-  /// Records where the work queued so far on `stream` ends.
-  virtual UseToken record_use_end(Stream stream) = 0;
-  /// Makes the next execute() wait (on the device) for the token's work.
-  virtual void order_after(UseToken token) = 0;
-  /// Blocks the host until the token's work has finished.
-  virtual void host_wait(UseToken token) = 0;
-  virtual bool use_ended(UseToken token) = 0;
-  virtual void forget(UseToken token) noexcept = 0;
+  // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
+  // (host, virtual): there is never work left to wait for. The CUDA device records events.
 
-  virtual void synchronize() = 0;
+  /// Records where the work queued so far on `stream` ends.
+  virtual UseToken record_use_end(Stream) { return 0; }
+  /// Makes the next execute() wait (on the device) for the token's work.
+  virtual void order_after(UseToken) {}
+  /// Blocks the host until the token's work has finished.
+  virtual void host_wait(UseToken) {}
+  virtual bool use_ended(UseToken) { return true; }
+  virtual void forget(UseToken) noexcept {}
+
+  virtual void synchronize() {}
   virtual DeviceMemoryInfo memory_info() = 0;
   /// True when device memory can be read by the host directly (host and virtual devices).
   virtual bool host_addressable() const noexcept { return false; }

@@ -46,12 +46,6 @@ class HostDevice final : public Device {
   void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) override;
   std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override;
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override;
-  UseToken record_use_end(Stream) override { return 0; }
-  void order_after(UseToken) override {}
-  void host_wait(UseToken) override {}
-  bool use_ended(UseToken) override { return true; }
-  void forget(UseToken) noexcept override {}
-  void synchronize() override {}
   DeviceMemoryInfo memory_info() override;
   bool host_addressable() const noexcept override { return true; }
 

@@ -11,6 +11,7 @@
 #include <gsl/span>
 
 #include <vramkit/detail/host_device_macros.hpp>
+#include <vramkit/detail/pitched_rows.hpp>
 #include <vramkit/device_buffer.hpp>
 
 namespace vramkit {
@@ -57,21 +58,14 @@ class Image {
 
   /// Uploads tightly packed rows (width x height values).
   void upload(gsl::span<const T> packed, Stream stream = nullptr) {
-    check_packed(packed.size());
-    std::vector<std::byte> pitched(pitch_bytes_ * height_);
-    for (std::uint32_t y = 0; y < height_; ++y) {
-      std::memcpy(pitched.data() + y * pitch_bytes_, packed.data() + std::size_t{y} * width_, width_ * sizeof(T));
-    }
-    pixels_.upload(pitched, 0, stream);
+    pixels_.upload(detail::to_pitched(packed, width_, height_, pitch_bytes_), 0, stream);
   }
   /// Downloads into tightly packed rows.
   void download(gsl::span<T> packed, Stream stream = nullptr) const {
-    check_packed(packed.size());
+    detail::check_packed_pixels(width_, height_, packed.size());
     std::vector<std::byte> pitched(pitch_bytes_ * height_);
     pixels_.download(pitched, 0, stream);
-    for (std::uint32_t y = 0; y < height_; ++y) {
-      std::memcpy(packed.data() + std::size_t{y} * width_, pitched.data() + y * pitch_bytes_, width_ * sizeof(T));
-    }
+    detail::from_pitched<T>(pitched, packed, width_, height_, pitch_bytes_);
   }
   std::vector<T> to_vector() const {
     std::vector<T> packed(std::size_t{width_} * height_);
@@ -91,13 +85,6 @@ class Image {
   }
 
  private:
-  void check_packed(std::size_t count) const {
-    if (count != std::size_t{width_} * height_) {
-      throw invalid_argument(detail::message("image of ", width_, " x ", height_, " needs ",
-                                             std::size_t{width_} * height_, " packed pixels; got ", count));
-    }
-  }
-
   DeviceBuffer<std::byte> pixels_;
   std::uint32_t width_ = 0;
   std::uint32_t height_ = 0;

@@ -35,12 +35,6 @@ class VirtualDevice final : public Device {
   void fill(std::uint64_t, std::byte, std::uint64_t, Stream) override { no_memory("fill"); }
   std::uint64_t find_mismatch(std::uint64_t, std::byte, std::uint64_t bytes) override { return bytes; }
   ExecutionResult execute(const compactor::ChunkPlan&, std::size_t) override { return {}; }
-  UseToken record_use_end(Stream) override { return 0; }
-  void order_after(UseToken) override {}
-  void host_wait(UseToken) override {}
-  bool use_ended(UseToken) override { return true; }
-  void forget(UseToken) noexcept override {}
-  void synchronize() override {}
   DeviceMemoryInfo memory_info() override {
     std::lock_guard lock(mutex_);
     return {capacity_ - obtained_, capacity_};
