@@ -25,6 +25,7 @@
 
 namespace vramkit {
 
+class BlockCache;
 class HandleTable;
 class Heap;
 
@@ -36,6 +37,11 @@ struct PoolOptions {
   std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
   bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
   std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
+  /// Freed blocks kept for the next request of the same size, so that repeated sizes skip the heap's
+  /// split and merge. At most this many bytes; automatic_cache: half the reserved bytes;
+  /// 0: off. The cache is emptied before compaction, statistics, and any allocation it cannot serve.
+  std::uint64_t free_cache_bytes = automatic_cache;
+  static constexpr std::uint64_t automatic_cache = ~std::uint64_t{0};
 };
 
 /// One block of the memory map.
@@ -123,7 +129,10 @@ class Pool {
 
   Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<std::mutex>& lock);
   bool try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
-  bool grow(std::uint64_t block_bytes, std::uint64_t alignment);
+  bool take_cached(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
+  /// Frees every cached block in its heap. Logically const: the pool's contents do not change.
+  void drain_cache() const;
+  bool grow(std::uint64_t block_bytes);
   void add_segment(std::uint64_t bytes);
   void free_locked(std::uint32_t slot, std::unique_lock<std::mutex>& lock);
   CompactionReport compact_locked(const CompactOptions& options);
@@ -143,8 +152,10 @@ class Pool {
   PoolOptions options_;
   std::shared_ptr<Device> device_;
   std::uint64_t first_segment_bytes_ = 0;
+  std::uint64_t largest_block_ = 0;  ///< largest_possible_block(), fixed at construction.
   mutable std::mutex mutex_;
   std::unique_ptr<HandleTable> table_;
+  std::unique_ptr<BlockCache> cache_;  ///< Emptied in const methods too (drain_cache).
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<PendingUse> pending_uses_;
   // Counters behind PoolStatistics.

@@ -12,35 +12,10 @@ std::atomic<std::uint32_t> next_table_id{1};
 
 HandleTable::HandleTable() : id_(next_table_id.fetch_add(1)) {}
 
-std::uint32_t HandleTable::acquire() {
-  std::uint32_t slot;
-  if (free_head_ != no_slot) {
-    slot = free_head_;
-    free_head_ = slots_[slot].next_free;
-  } else {
-    if (slots_.size() >= no_slot) throw out_of_memory("handle table is full: 2^32 - 1 live buffers");
-    slots_.emplace_back();
-    slot = static_cast<std::uint32_t>(slots_.size() - 1);
-  }
-  Slot& entry = slots_[slot];
-  const std::uint32_t generation = entry.generation;
-  entry = Slot{};
-  entry.generation = generation;
-  entry.live = true;
-  ++live_;
-  return slot;
-}
-
-void HandleTable::release(std::uint32_t slot) {
-  Slot& entry = slots_[slot];
-  entry.live = false;
-  entry.pins = 0;
-  entry.pending_uses = 0;
-  entry.block = no_block;
-  if (++entry.generation == 0) entry.generation = 1;
-  entry.next_free = free_head_;
-  free_head_ = slot;
-  --live_;
+std::uint32_t HandleTable::append() {
+  if (slots_.size() >= no_slot) throw out_of_memory("handle table is full: 2^32 - 1 live buffers");
+  slots_.emplace_back();
+  return static_cast<std::uint32_t>(slots_.size() - 1);
 }
 
 void HandleTable::throw_invalid(Handle handle) const {

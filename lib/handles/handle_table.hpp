@@ -29,7 +29,7 @@ struct Slot {
   std::uint32_t generation = 1;
   std::uint32_t pins = 0;
   std::uint32_t pending_uses = 0;  ///< Stream uses recorded at unpin and not yet known to be over.
-  std::uint32_t next_free = 0;
+  std::uint32_t next_free = 0xFFFFFFFFu;  ///< The next slot on the free list; none: 0xFFFFFFFF.
   bool live = false;
   bool free_when_unpinned = false;  ///< Released while pinned: freed by the last unpin.
   SlotKind kind = SlotKind::buffer;
@@ -41,10 +41,30 @@ class HandleTable {
 
   std::uint32_t id() const { return id_; }
 
-  /// A fresh live slot; its handle is handle_of(slot). O(1) amortised.
-  std::uint32_t acquire();
+  /// A fresh live slot; its handle is handle_of(slot). O(1) amortised. Inline: the allocation path.
+  std::uint32_t acquire() {
+    const std::uint32_t slot = free_head_ != no_slot ? free_head_ : append();
+    Slot& entry = slots_[slot];
+    free_head_ = entry.next_free;  // append() leaves a new slot's next_free at no_slot
+    const std::uint32_t generation = entry.generation;
+    entry = Slot{};
+    entry.generation = generation;
+    entry.live = true;
+    ++live_;
+    return slot;
+  }
   /// Releases a live slot and changes its generation. O(1).
-  void release(std::uint32_t slot);
+  void release(std::uint32_t slot) {
+    Slot& entry = slots_[slot];
+    entry.live = false;
+    entry.pins = 0;
+    entry.pending_uses = 0;
+    entry.block = no_block;
+    if (++entry.generation == 0) entry.generation = 1;
+    entry.next_free = free_head_;
+    free_head_ = slot;
+    --live_;
+  }
 
   Handle handle_of(std::uint32_t slot) const { return {slot, slots_[slot].generation, id_}; }
 
@@ -68,6 +88,8 @@ class HandleTable {
 
  private:
   [[noreturn]] void throw_invalid(Handle handle) const;
+  /// A new slot at the end of the table, not on the free list (the free list is empty).
+  std::uint32_t append();
 
   static constexpr std::uint32_t no_slot = 0xFFFFFFFFu;
   std::vector<Slot> slots_;

@@ -40,7 +40,7 @@ Heap::Heap(std::uint64_t capacity, std::uint64_t granularity)
   insert_free(whole);
 }
 
-Heap::SizeClass Heap::class_of(std::uint64_t units) const {
+inline Heap::SizeClass Heap::class_of(std::uint64_t units) const {
   if (units < second_level_count) return {0, static_cast<unsigned>(units)};
   const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
   const unsigned shift = top - second_level_log2;
@@ -48,7 +48,7 @@ Heap::SizeClass Heap::class_of(std::uint64_t units) const {
 }
 
 // The first non-empty class at or above `start`. Two bit scans.
-std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const {
+inline std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const {
   if (start.first >= first_level_count) return std::nullopt;
   const std::uint32_t second_bits =
       start.second >= second_level_count ? 0u : second_level_bitmap_[start.first] & (~0u << start.second);
@@ -60,7 +60,7 @@ std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const 
   return SizeClass{first, static_cast<unsigned>(std::countr_zero(second_level_bitmap_[first]))};
 }
 
-BlockId Heap::new_node() {
+inline BlockId Heap::new_node() {
   if (!spare_nodes_.empty()) {
     const BlockId id = spare_nodes_.back();
     spare_nodes_.pop_back();
@@ -74,12 +74,12 @@ BlockId Heap::new_node() {
   return static_cast<BlockId>(nodes_.size() - 1);
 }
 
-void Heap::release_node(BlockId id) {
+inline void Heap::release_node(BlockId id) {
   nodes_[id].in_use = false;
   spare_nodes_.push_back(id);
 }
 
-void Heap::account_free(std::uint64_t bytes, int sign) {
+inline void Heap::account_free(std::uint64_t bytes, int sign) {
   const uint128 square = static_cast<uint128>(bytes) * bytes;
   if (sign > 0) {
     free_bytes_ += bytes;
@@ -94,7 +94,7 @@ void Heap::account_free(std::uint64_t bytes, int sign) {
   }
 }
 
-void Heap::insert_free(BlockId id) {
+inline void Heap::insert_free(BlockId id) {
   Node& node = nodes_[id];
   node.free = true;
   const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
@@ -108,7 +108,7 @@ void Heap::insert_free(BlockId id) {
   account_free(node.bytes, +1);
 }
 
-void Heap::remove_free(BlockId id) {
+inline void Heap::remove_free(BlockId id) {
   Node& node = nodes_[id];
   const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
   if (node.previous_free != no_block) nodes_[node.previous_free].next_free = node.next_free;
@@ -126,7 +126,7 @@ void Heap::remove_free(BlockId id) {
   account_free(node.bytes, -1);
 }
 
-std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint64_t bytes,
+inline std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint64_t bytes,
                                               std::uint64_t alignment) const {
   const std::uint64_t offset = align_up(node.offset, alignment);
   if (offset - node.offset + bytes > node.bytes) return std::nullopt;

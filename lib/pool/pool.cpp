@@ -2,6 +2,8 @@
 // statistics and the memory map in pool_statistics.cpp.
 #include "pool/pool_segment.hpp"
 
+#include "pool/block_cache.hpp"
+
 #include <algorithm>
 #include <bit>
 
@@ -31,7 +33,10 @@ const char* to_string(BlockState state) {
 }
 
 Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
-    : options_(options), device_(std::move(device)), table_(std::make_unique<HandleTable>()) {
+    : options_(options),
+      device_(std::move(device)),
+      table_(std::make_unique<HandleTable>()),
+      cache_(std::make_unique<BlockCache>()) {
   if (!device_) throw invalid_argument("pool needs a device; got none");
   if (!is_power_of_two(options_.granularity) || options_.granularity < 16) {
     throw invalid_argument(detail::message("pool granularity ", options_.granularity,
@@ -56,10 +61,14 @@ Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
     throw invalid_argument(detail::message("max_capacity_bytes ", options_.max_capacity_bytes,
                                            " is below the capacity ", capacity));
   }
+  if (options_.guard_bytes >= capacity) {
+    throw invalid_argument(detail::message("guard_bytes ", options_.guard_bytes, " must be below the capacity ", capacity));
+  }
   if (options_.guard_bytes % options_.granularity != 0) {
     options_.guard_bytes = align_up(options_.guard_bytes, options_.granularity);
   }
   first_segment_bytes_ = capacity;
+  largest_block_ = options_.max_capacity_bytes == 0 ? capacity : std::max(options_.max_capacity_bytes, capacity);
   add_segment(capacity);
 }
 
@@ -94,10 +103,7 @@ Pool::~Pool() {
   for (auto& segment : segments_) device_->release(segment->region);
 }
 
-std::uint64_t Pool::largest_possible_block() const {
-  const std::uint64_t limit = std::max(options_.max_capacity_bytes, first_segment_bytes_);
-  return options_.max_capacity_bytes == 0 ? first_segment_bytes_ : limit;
-}
+std::uint64_t Pool::largest_possible_block() const { return largest_block_; }
 
 Handle Pool::allocate(std::uint64_t bytes, std::uint64_t alignment) {
   std::unique_lock lock(mutex_);
@@ -116,23 +122,25 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
     throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two up to ", max_alignment));
   }
   alignment = std::max(alignment, options_.granularity);
-  const std::uint64_t limit = largest_possible_block();
-  if (bytes > limit || bytes + options_.guard_bytes > limit ||
-      align_up(bytes + options_.guard_bytes, options_.granularity) > limit) {
-    ++requests_;
+  ++requests_;
+  // Limits are below 2^63 and so is the guard margin: the sum cannot wrap.
+  const std::uint64_t block_bytes = align_up(bytes + options_.guard_bytes, options_.granularity);
+  if (bytes > largest_block_ || block_bytes > largest_block_) {
     ++failures_;
     throw out_of_memory(detail::message("requested ", format_bytes(bytes), " (", bytes,
-                                        " bytes); the pool's largest possible block is ", format_bytes(limit)));
+                                        " bytes); the pool's largest possible block is ", format_bytes(largest_block_)));
   }
-  const std::uint64_t block_bytes = align_up(bytes + options_.guard_bytes, options_.granularity);
-  ++requests_;
   const std::uint32_t slot = table_->acquire();
   Slot& entry = (*table_)[slot];
   entry.bytes = bytes;
   entry.block_bytes = block_bytes;
   entry.alignment = alignment;
   entry.kind = pinned ? SlotKind::arena : SlotKind::buffer;
-  bool placed = try_place(slot, block_bytes, alignment);
+  bool placed = take_cached(slot, block_bytes, alignment) || try_place(slot, block_bytes, alignment);
+  if (!placed && cache_->count() != 0) {  // the cached blocks may be what the heaps lack
+    drain_cache();
+    placed = try_place(slot, block_bytes, alignment);
+  }
   if (!placed && options_.compact_on_failure && reserved_ - used_ >= block_bytes) {
     try {
       CompactionReport report = compact_locked({.goal = CompactGoal::hole,
@@ -148,7 +156,7 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
   }
   if (!placed) {
     try {
-      placed = grow(block_bytes, alignment) && try_place(slot, block_bytes, alignment);
+      placed = grow(block_bytes) && try_place(slot, block_bytes, alignment);
     } catch (...) {
       table_->release(slot);
       ++failures_;
@@ -190,7 +198,22 @@ bool Pool::try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_
   return false;
 }
 
-bool Pool::grow(std::uint64_t block_bytes, std::uint64_t alignment) {
+bool Pool::take_cached(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment) {
+  const auto hit = cache_->take(block_bytes, alignment);
+  if (!hit) return false;
+  Slot& entry = (*table_)[slot];
+  entry.segment = hit->segment;
+  entry.offset = hit->offset;
+  entry.block = hit->block;
+  segments_[hit->segment]->heap.set_tag(hit->block, slot);
+  return true;
+}
+
+void Pool::drain_cache() const {
+  cache_->drain([this](const CachedBlock& block) { segments_[block.segment]->heap.free(block.block); });
+}
+
+bool Pool::grow(std::uint64_t block_bytes) {
   if (options_.max_capacity_bytes == 0) return false;
   const std::uint64_t step = options_.segment_bytes != 0 ? options_.segment_bytes : first_segment_bytes_;
   const std::uint64_t room = options_.max_capacity_bytes - reserved_;
@@ -263,7 +286,11 @@ void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
     }
     std::erase_if(pending_uses_, uses_this_slot);
   }
-  segments_[entry.segment]->heap.free(entry.block);
+  const std::uint64_t cache_limit =
+      options_.free_cache_bytes == PoolOptions::automatic_cache ? reserved_ / 2 : options_.free_cache_bytes;
+  if (!cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment}, cache_limit)) {
+    segments_[entry.segment]->heap.free(entry.block);
+  }
   used_ -= entry.block_bytes;
   requested_ -= entry.bytes;
   if (entry.pins != 0 || entry.kind == SlotKind::arena) --pinned_;

@@ -49,6 +49,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
     throw invalid_argument(detail::message("hole alignment ", options.hole_alignment, " is not a power of two"));
   }
   const auto started = std::chrono::steady_clock::now();
+  drain_cache();  // cached blocks are free space to merge
   CompactionReport report;
   {
     const PoolStatistics before = statistics_locked();

@@ -1,6 +1,9 @@
 // Pool statistics, the memory map, guard margins and the invariant check.
 #include "pool/pool_segment.hpp"
 
+#include "pool/block_cache.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -28,12 +31,14 @@ double PoolStatistics::peak_utilization() const {
 }
 
 std::uint64_t Pool::largest_free_locked() const {
+  drain_cache();
   std::uint64_t largest = 0;
   for (const auto& segment : segments_) largest = std::max(largest, segment->heap.largest_free_block());
   return largest;
 }
 
 PoolStatistics Pool::statistics_locked() const {
+  drain_cache();  // the heaps then see all free space
   PoolStatistics statistics;
   statistics.reserved_bytes = reserved_;
   statistics.used_bytes = used_;
@@ -65,6 +70,7 @@ PoolStatistics Pool::statistics() const {
 
 std::vector<BlockInfo> Pool::block_map() const {
   std::lock_guard lock(mutex_);
+  drain_cache();
   std::vector<BlockInfo> map;
   for (std::uint32_t index = 0; index < segments_.size(); ++index) {
     segments_[index]->heap.for_each_block([&](const HeapBlock& block) {
@@ -118,13 +124,26 @@ void Pool::check_guards() const {
 void Pool::check_invariants() const {
   std::lock_guard lock(mutex_);
   auto fail = [](const std::string& what) { throw std::logic_error("pool invariant broken: " + what); };
-  std::uint64_t used = 0, blocks = 0, pinned = 0, reserved = 0;
+  std::uint64_t used = 0, blocks = 0, pinned = 0, reserved = 0, cached_bytes = 0;
+  std::vector<std::vector<BlockId>> cached(segments_.size());  // per segment, sorted
+  cache_->for_each([&](const CachedBlock& block) {
+    if (block.segment >= segments_.size()) fail(detail::message("cached block in segment ", block.segment));
+    cached[block.segment].push_back(block.block);
+    cached_bytes += block.bytes;
+  });
+  if (cached_bytes != cache_->bytes()) fail("cached bytes");
+  for (auto& ids : cached) std::sort(ids.begin(), ids.end());
+  std::size_t cached_found = 0;
   for (std::uint32_t index = 0; index < segments_.size(); ++index) {
     const Heap& heap = segments_[index]->heap;
     heap.check_invariants();
     reserved += heap.capacity();
     heap.for_each_block([&](const HeapBlock& block) {
       if (block.free) return;
+      if (std::binary_search(cached[index].begin(), cached[index].end(), block.id)) {
+        ++cached_found;  // an allocated block that the cache, not a slot, holds
+        return;
+      }
       ++blocks;
       if (block.tag >= table_->size()) fail(detail::message("block at ", block.offset, " has no slot"));
       const Slot& entry = (*table_)[block.tag];
@@ -136,6 +155,9 @@ void Pool::check_invariants() const {
       used += block.bytes;
       if (entry.pins != 0 || entry.kind == SlotKind::arena) ++pinned;
     });
+  }
+  if (cached_found != cache_->count()) {
+    fail(detail::message(cache_->count(), " cached blocks but ", cached_found, " found allocated in the heaps"));
   }
   if (blocks != table_->live_count()) fail(detail::message(blocks, " blocks but ", table_->live_count(), " live slots"));
   if (used != used_) fail(detail::message("used bytes ", used, " but counter says ", used_));
