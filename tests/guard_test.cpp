@@ -34,6 +34,19 @@ std::vector<std::uint64_t> addresses(const Pool& pool, const std::vector<Handle>
 
 }  // namespace
 
+TEST_CASE("a guard margin as large as the pool is rejected", "[guard][errors]") {
+  auto device = make_host_device();
+  for (const std::uint64_t guard : {1_MiB, 2_MiB, ~std::uint64_t{0}}) {
+    try {
+      Pool pool({.capacity_bytes = 1_MiB, .guard_bytes = guard}, device);
+      FAIL("guard_bytes " << guard << " accepted");
+    } catch (const vramkit::invalid_argument& error) {
+      CHECK_THAT(error.what(), Catch::Contains(std::to_string(guard)) && Catch::Contains("1048576"));
+    }
+  }
+  CHECK_NOTHROW(Pool({.capacity_bytes = 1_MiB, .guard_bytes = 1_MiB - 256}, device));
+}
+
 TEST_CASE("without guard margins a block is the request rounded up to the granularity", "[guard]") {
   Pool pool({.capacity_bytes = 1_MiB}, make_host_device());
   CHECK(pool.options().guard_bytes == 0);
