@@ -20,10 +20,10 @@ Pool pool_with_cache(std::uint64_t cache_bytes, std::uint64_t capacity = 1_MiB) 
 }
 }  // namespace
 
-TEST_CASE("a freed block serves the next request of its size, even where the heap would place it elsewhere",
+TEST_CASE("a freed block serves the next request of its size, where the heap would place it elsewhere",
           "[pool][cache]") {
-  // x, y, z side by side at 0, 4 KiB and 8 KiB; x and y freed. Merged, they are an 8 KiB hole that
-  // a request of 8 KiB fills; cached, they stay 4 KiB blocks for 4 KiB requests.
+  // x, y, z side by side at 0, 4 KiB and 8 KiB; x then y freed. Merged, they are an 8 KiB hole whose
+  // start a 4 KiB request fills; cached, y (the last freed) serves it.
   for (const bool cached : {false, true}) {
     Pool pool = pool_with_cache(cached ? PoolOptions::automatic_cache : 0);
     const Handle x = pool.allocate(4_KiB), y = pool.allocate(4_KiB), z = pool.allocate(4_KiB);
@@ -33,27 +33,53 @@ TEST_CASE("a freed block serves the next request of its size, even where the hea
     pool.free(x);
     pool.free(y);
     pool.check_invariants();
-    const Handle big = pool.allocate(8_KiB);
-    CHECK(pool.address(big) == (cached ? base + 12_KiB : base));
     const Handle again = pool.allocate(4_KiB);
-    if (cached) CHECK((pool.address(again) == base || pool.address(again) == base + 4_KiB));
+    CHECK(pool.address(again) == (cached ? base + 4_KiB : base));
+    pool.check_invariants();
+    // A size the cache does not hold empties it first: x's place is free again for 4 KiB.
+    const Handle wide = pool.allocate(8_KiB);
+    CHECK(pool.address(wide) == base + 12_KiB);
+    const Handle last = pool.allocate(4_KiB);
+    CHECK(pool.address(last) == (cached ? base : base + 4_KiB));
     pool.check_invariants();
   }
 }
 
 TEST_CASE("the cache holds at most free_cache_bytes", "[pool][cache]") {
-  // An 8 KiB block freed: cached, it keeps its place from a 4 KiB request; over the limit, it is a
-  // free hole in the heap, and the request fills it.
+  // a, b, c side by side; a then c freed. Within the limit both are cached and c (the last) serves
+  // the next request; over it, c goes back to the heap and a serves it.
   for (const std::uint64_t limit : {4_KiB, 8_KiB}) {
     Pool pool = pool_with_cache(limit);
-    const Handle wide = pool.allocate(8_KiB);
+    const Handle a = pool.allocate(4_KiB), b = pool.allocate(4_KiB), c = pool.allocate(4_KiB);
     const Handle fence = pool.allocate(4_KiB);
-    const std::uint64_t base = pool.address(wide);
-    pool.free(wide);
-    const Handle narrow = pool.allocate(4_KiB);
-    CHECK(pool.address(narrow) == (limit < 8_KiB ? base : pool.address(fence) + 4_KiB));
+    const std::uint64_t base = pool.address(a);
+    pool.free(a);
+    pool.free(c);
     pool.check_invariants();
+    const Handle next = pool.allocate(4_KiB);
+    CHECK(pool.address(next) == (limit < 8_KiB ? base : base + 8_KiB));
+    pool.check_invariants();
+    (void)b;
+    (void)fence;
   }
+}
+
+TEST_CASE("the cache holds at most 16 blocks", "[pool][cache]") {
+  Pool pool = pool_with_cache(PoolOptions::automatic_cache);
+  std::vector<Handle> blocks;
+  for (int i = 0; i < 18; ++i) {
+    blocks.push_back(pool.allocate(4_KiB));
+    pool.allocate(256);  // fences: no freed 4 KiB block merges with another
+  }
+  std::vector<std::uint64_t> places;
+  for (const Handle handle : blocks) places.push_back(pool.address(handle));
+  for (const Handle handle : blocks) pool.free(handle);
+  // The 17th and 18th went back to the heap; the next 16 requests get the cached blocks, newest
+  // first, then the heap serves one of the 17th and 18th places.
+  for (int i = 15; i >= 0; --i) CHECK(pool.address(pool.allocate(4_KiB)) == places[static_cast<std::size_t>(i)]);
+  const std::uint64_t from_heap = pool.address(pool.allocate(4_KiB));
+  CHECK((from_heap == places[16] || from_heap == places[17]));
+  pool.check_invariants();
 }
 
 TEST_CASE("cached blocks are free space for a request that needs them, with no compaction", "[pool][cache]") {

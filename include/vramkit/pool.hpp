@@ -37,9 +37,10 @@ struct PoolOptions {
   std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
   bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
   std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
-  /// Freed blocks kept for the next request of the same size, so that repeated sizes skip the heap's
-  /// split and merge. At most this many bytes; automatic_cache: half the reserved bytes;
-  /// 0: off. The cache is emptied before compaction, statistics, and any allocation it cannot serve.
+  /// Blocks freed since the last allocation the cache could not serve are kept for requests of
+  /// the same size, which then skip the heap's merge and split (at most 16 blocks). A request it
+  /// cannot serve empties it first, as do compaction, statistics and the memory map. At most this
+  /// many bytes; automatic_cache: no byte limit; 0: off.
   std::uint64_t free_cache_bytes = automatic_cache;
   static constexpr std::uint64_t automatic_cache = ~std::uint64_t{0};
 };

@@ -136,9 +136,9 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
   entry.block_bytes = block_bytes;
   entry.alignment = alignment;
   entry.kind = pinned ? SlotKind::arena : SlotKind::buffer;
-  bool placed = take_cached(slot, block_bytes, alignment) || try_place(slot, block_bytes, alignment);
-  if (!placed && cache_->count() != 0) {  // the cached blocks may be what the heaps lack
-    drain_cache();
+  bool placed = take_cached(slot, block_bytes, alignment);
+  if (!placed) {
+    drain_cache();  // the heaps decide with all free space in view
     placed = try_place(slot, block_bytes, alignment);
   }
   if (!placed && options_.compact_on_failure && reserved_ - used_ >= block_bytes) {
@@ -286,9 +286,7 @@ void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
     }
     std::erase_if(pending_uses_, uses_this_slot);
   }
-  const std::uint64_t cache_limit =
-      options_.free_cache_bytes == PoolOptions::automatic_cache ? reserved_ / 2 : options_.free_cache_bytes;
-  if (!cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment}, cache_limit)) {
+  if (!cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment}, options_.free_cache_bytes)) {
     segments_[entry.segment]->heap.free(entry.block);
   }
   used_ -= entry.block_bytes;
