@@ -1,11 +1,10 @@
 // The move kernel: every chunk of one phase in one launch, no staging copy.
 //
 // Persistent blocks take chunks in ticket order (ascending source address, an atomic counter).
-// A block reads its whole chunk into registers, publishes "read" for it (and takes its next
-// ticket), waits until every chunk whose source overlaps its destination has published "read",
-// then writes. Those chunks hold earlier tickets: the smallest ticket not yet read belongs to a
-// block whose current chunk waits only on smaller tickets, all read, so that block goes on to
-// read it. No block waits forever, and one launch cannot deadlock.
+// A block reads its whole chunk into registers, publishes "read" for it, waits until every chunk
+// whose source overlaps its destination has published "read", then writes. Those chunks hold
+// earlier tickets, so they were taken by blocks that are already running and that read before they
+// wait on anything: no block ever waits on a block that cannot run, so the launch cannot deadlock.
 // Cost: each byte is read once and written once; per chunk one atomic and one flag.
 #include "device/cuda/move_kernel.hpp"
 
@@ -18,15 +17,13 @@ constexpr std::uint32_t no_wait = 0xFFFFFFFFu;
 __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* __restrict__ chunks,
                                                             std::uint32_t begin, std::uint32_t end,
                                                             unsigned* ticket, unsigned* read_flags) {
-  // The next ticket is taken while the current chunk waits and writes, off the critical path. A
-  // block then holds one ticket it has not read; the launch still cannot deadlock: the smallest
-  // unread ticket belongs to a block whose current chunk waits only on smaller, read tickets.
-  __shared__ std::uint32_t taken[2];
-  if (threadIdx.x == 0) taken[0] = begin + atomicAdd(ticket, 1u);
-  __syncthreads();
-  std::uint32_t index = taken[0];
-  unsigned slot = 0;
-  while (index < end) {
+  __shared__ std::uint32_t taken;
+  for (;;) {
+    if (threadIdx.x == 0) taken = begin + atomicAdd(ticket, 1u);
+    __syncthreads();
+    const std::uint32_t index = taken;
+    __syncthreads();  // everyone has read `taken` before thread 0 may overwrite it
+    if (index >= end) return;
     const DeviceChunk chunk = chunks[index];
 
     // Chunks are multiples of 16 bytes at 16-byte-aligned addresses (pool granularity >= 16).
@@ -44,7 +41,6 @@ __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* _
     if (threadIdx.x == 0) {
       __threadfence();
       atomicExch(read_flags + index, 1u);
-      taken[slot ^ 1u] = begin + atomicAdd(ticket, 1u);
     }
 
     // Wait for every chunk whose source this chunk's destination overlaps.
@@ -55,7 +51,7 @@ __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* _
       }
       __threadfence();
     }
-    __syncthreads();  // also publishes taken[slot ^ 1]; thread 0 next writes taken[slot], read by now
+    __syncthreads();
 
     auto* destination = reinterpret_cast<uint4*>(chunk.destination);
 #pragma unroll
@@ -63,8 +59,6 @@ __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* _
       const unsigned v = k * move_threads + threadIdx.x;
       if (v < vectors) __stcg(destination + v, held[k]);
     }
-    slot ^= 1u;
-    index = taken[slot];
   }
 }
 
