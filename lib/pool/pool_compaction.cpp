@@ -34,9 +34,13 @@ bool merge_placements(const std::vector<compactor::Move>& moves, const Execution
     list.reserve(layout[segment].size());
     for (const compactor::LiveBlock& block : layout[segment]) {
       std::uint64_t offset = block.offset;
-      if (next < moves.size() && moves[next].tag == block.tag && moves[next].from_segment == segment) {
+      if (next < moves.size() && moves[next].from_segment == segment &&
+          moves[next].from_offset <= block.offset) {
         const compactor::Move& move = moves[next];
-        if (move.to_segment != segment || move.from_offset != block.offset) return false;
+        // A move left behind means another order (a hole plan lists its moves largest first): give up
+        // at once rather than after the whole layout.
+        if (move.from_offset != block.offset || move.tag != block.tag || move.to_segment != segment)
+          return false;
         if (completed(result, next)) {
           offset = move.to_offset;
           touched[segment] = 1;
