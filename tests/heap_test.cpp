@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <tuple>
+#include <vector>
 
 #include <vramkit/errors.hpp>
 #include <vramkit/heap.hpp>
@@ -110,6 +112,68 @@ TEST_CASE("heap walks blocks in address order and rebuilds from placements", "[h
   heap.check_invariants();
   const std::vector<vramkit::HeapPlacement> overlapping{{0, 512, 1}, {256, 256, 2}};
   CHECK_THROWS_AS(heap.rebuild(overlapping), std::logic_error);
+}
+
+TEST_CASE("heap rebuild after churn numbers blocks in address order and keeps exact statistics", "[heap]") {
+  std::mt19937_64 rng(7);
+  Heap heap(64 << 20);
+  std::vector<vramkit::BlockId> live;
+  for (int step = 0; step < 4000; ++step) {  // scatter the node storage: frees and reuse in random order
+    if (live.empty() || rng() % 3 != 0) {
+      if (const auto placed = heap.allocate(256 * (1 + rng() % 64), 256, static_cast<std::uint32_t>(step)))
+        live.push_back(placed->block);
+    } else {
+      const std::size_t pick = rng() % live.size();
+      heap.free(live[pick]);
+      live[pick] = live.back();
+      live.pop_back();
+    }
+  }
+  auto snapshot = [&] {
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, bool, std::uint32_t>> blocks;
+    heap.for_each_block([&](const vramkit::HeapBlock& block) {
+      blocks.emplace_back(block.offset, block.bytes, block.free, block.free ? 0 : block.tag);
+    });
+    return blocks;
+  };
+  // A rejected rebuild (the second block off the granularity) changes nothing.
+  const auto before = snapshot();
+  const std::uint64_t free_before = heap.free_bytes();
+  CHECK_THROWS_AS(heap.rebuild(std::vector<vramkit::HeapPlacement>{{0, 256, 1}, {1000, 256, 2}}),
+                  std::logic_error);
+  CHECK(snapshot() == before);
+  CHECK(heap.free_bytes() == free_before);
+  heap.check_invariants();
+
+  // Slide every block down, as a full compaction does.
+  std::vector<vramkit::HeapPlacement> placements;
+  std::uint64_t cursor = 0;
+  heap.for_each_block([&](const vramkit::HeapBlock& block) {
+    if (block.free) return;
+    placements.push_back({cursor, block.bytes, block.tag});
+    cursor += block.bytes;
+  });
+  const auto ids = heap.rebuild(placements);
+  heap.check_invariants();
+  CHECK(heap.free_ranges() == 1);
+  CHECK(heap.largest_free_block() == heap.capacity() - cursor);
+  vramkit::BlockId previous = 0;
+  std::size_t index = 0;
+  heap.for_each_block([&](const vramkit::HeapBlock& block) {
+    if (index > 0) CHECK(block.id > previous);  // node storage in address order
+    previous = block.id;
+    if (!block.free) {
+      CHECK(block.id == ids[index]);
+      CHECK(block.offset == placements[index].offset);
+      CHECK(block.tag == placements[index].tag);
+    }
+    ++index;
+  });
+  // The rebuilt heap serves and frees as before.
+  const auto more = heap.allocate(4096, 4096, 99);
+  REQUIRE(more);
+  heap.free(ids.front());
+  heap.check_invariants();
 }
 
 TEST_CASE("heap allocate_at claims exactly the range asked for, inside one free block", "[heap]") {

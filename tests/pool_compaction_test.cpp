@@ -144,6 +144,52 @@ TEST_CASE("a move that fails part way loses no data: walk the fault over every m
   }
 }
 
+TEST_CASE("a pool compacting again and again, as its layout grows and shrinks, keeps every byte",
+          "[compaction]") {
+  // A pool keeps its compaction buffers: each compaction here has more or fewer blocks, segments
+  // and pins than the one before, and takes the merge path (full) or the general one (hole).
+  Pool pool({.capacity_bytes = 1_MiB,
+             .max_capacity_bytes = 4_MiB,
+             .segment_bytes = 1_MiB,
+             .compact_on_failure = false},
+            make_host_device({.shuffle_seed = 3}));
+  std::mt19937_64 rng(17);
+  std::map<std::uint64_t, Handle> live;  // key -> handle
+  std::uint64_t next_key = 1;
+  const std::size_t rounds[] = {40, 400, 10, 250, 1, 120};
+  for (std::size_t round = 0; round < std::size(rounds); ++round) {
+    INFO("round " << round);
+    for (std::size_t i = 0; i < rounds[round]; ++i) {
+      try {
+        const Handle handle = pool.allocate(256 * (1 + rng() % 24));
+        write_pattern(pool, handle, next_key);
+        live[next_key++] = handle;
+      } catch (const out_of_memory&) {
+        break;
+      }
+    }
+    for (auto it = live.begin(); it != live.end();) {  // free about half, in key order
+      if (rng() % 2 == 0) {
+        pool.free(it->second);
+        it = live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const bool pin = round % 2 == 1 && !live.empty();
+    if (pin) pool.pin(live.begin()->second);
+    if (round == 3) {
+      pool.compact({.goal = CompactGoal::hole, .hole_bytes = 8_KiB});
+    } else {
+      pool.compact({.release_empty_segments = round % 3 == 2});
+    }
+    if (pin) pool.unpin(live.begin()->second);
+    pool.check_invariants();
+    for (const auto& [key, handle] : live) REQUIRE(holds_pattern(pool, handle, key));
+  }
+  CHECK(pool.statistics().compactions == std::size(rounds));
+}
+
 TEST_CASE("compaction options are checked", "[compaction][errors]") {
   Pool pool({.capacity_bytes = 1_MiB}, make_host_device());
   CHECK_THROWS_AS(pool.compact({.goal = CompactGoal::hole, .hole_bytes = 0}), vramkit::invalid_argument);

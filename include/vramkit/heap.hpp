@@ -78,7 +78,8 @@ class Heap {
   void free(BlockId block);
 
   /// Replaces every block: the given allocations (sorted by offset, disjoint, granular) and free
-  /// space between them. Returns their new ids in the same order. O(n).
+  /// space between them. Returns their new ids in the same order: ids are renumbered in address
+  /// order, so walks over the blocks read memory in order afterwards. O(n).
   std::vector<BlockId> rebuild(gsl::span<const HeapPlacement> placements);
 
   HeapBlock block(BlockId id) const {

@@ -106,6 +106,8 @@ class Pool {
   void read(Handle handle, gsl::span<std::byte> data, std::uint64_t offset = 0, Stream stream = nullptr) const;
   void fill(Handle handle, std::byte value, Stream stream = nullptr);
 
+  /// Moves live blocks (DESIGN.md, "Relocation rules"). The pool keeps the host buffers of a
+  /// compaction for the next one: about 130 bytes per live block, held from the first compaction on.
   CompactionReport compact(const CompactOptions& options = {});
 
   PoolStatistics statistics() const;
@@ -140,12 +142,14 @@ class Pool {
   /// Live blocks of each segment in address order, as the planner sees them.
   using Layout = std::vector<std::vector<compactor::LiveBlock>>;
   void apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report);
+  void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+                    const Layout& layout, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   std::uint64_t largest_free_locked() const;
   PoolStatistics statistics_locked() const;
   std::uint64_t slot_address(std::uint32_t slot) const;
-  Layout live_layout() const;
+  void live_layout(Layout& layout) const;
   std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;
   void release_trailing_segments(CompactionReport& report);
   [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;
@@ -159,6 +163,8 @@ class Pool {
   std::unique_ptr<BlockCache> cache_;  ///< Emptied in const methods too (drain_cache).
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<PendingUse> pending_uses_;
+  struct CompactionScratch;
+  std::unique_ptr<CompactionScratch> compaction_scratch_;  ///< Created by the first compaction.
   // Counters behind PoolStatistics.
   std::uint64_t reserved_ = 0, used_ = 0, requested_ = 0, pinned_ = 0;
   std::uint64_t peak_used_ = 0, peak_reserved_ = 0;

@@ -5,10 +5,11 @@
 // contiguous run in source order, and the runs of all chunks hold at most (sources + destinations)
 // pairs in total: the dependency graph has O(c) edges. A dependency on a chunk with a higher
 // source (a later ticket) would deadlock one launch, so it forces a strictly later phase.
+// make_chunk_plan takes the one-pass path of slide_chunks.cpp when the moves are a slide, and the
+// general path here otherwise.
 #include "vramkit/compactor/chunk_plan.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
@@ -16,6 +17,8 @@
 
 #include <gsl/assert>
 #include <gsl/narrow>
+
+#include "compactor/chunk_plan_paths.hpp"
 
 namespace vramkit::compactor {
 namespace {
@@ -108,8 +111,35 @@ std::vector<std::uint32_t> assign_phases(const std::vector<Chunk>& chunks) {
 }  // namespace
 
 ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes) {
-  Expects(chunk_bytes != 0);
   ChunkPlan plan;
+  make_chunk_plan(moves, plan, chunk_bytes);
+  return plan;
+}
+
+void make_chunk_plan(gsl::span<const CopyRange> moves, ChunkPlan& plan, std::uint32_t chunk_bytes) {
+  Expects(chunk_bytes != 0);
+  if (!detail::make_slide_chunk_plan(moves, chunk_bytes, plan))
+    detail::make_general_chunk_plan(moves, chunk_bytes, plan);
+}
+
+void make_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                     ChunkPlan& plan, std::uint32_t chunk_bytes) {
+  Expects(chunk_bytes != 0);
+  if (detail::make_slide_chunk_plan(moves, segment_bases, chunk_bytes, plan)) return;
+  std::vector<CopyRange> ranges;  // the general path (hole and evacuation plans, few moves) takes ranges
+  ranges.reserve(moves.size());
+  for (const Move& move : moves)
+    ranges.push_back({segment_bases[move.from_segment] + move.from_offset,
+                      segment_bases[move.to_segment] + move.to_offset, move.bytes});
+  detail::make_general_chunk_plan(ranges, chunk_bytes, plan);
+}
+
+void detail::make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes,
+                                     ChunkPlan& plan) {
+  Expects(chunk_bytes != 0);
+  plan.chunks.clear();
+  plan.phase_begin.clear();
+  plan.total_bytes = 0;
   plan.chunk_bytes = chunk_bytes;
 
   // Moves that copy something, in source order (tickets) and in destination order.
@@ -131,20 +161,12 @@ ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_
       by_destination, moves, [](const CopyRange& m) { return m.destination; }, "destination");
 
   // Chunks in source order; moves[i]'s chunks are [first_chunk[i], first_chunk[i] + chunks_of[i]).
-  // A 64-bit division costs tens of cycles, which at 100,000 moves is most of the planning time:
-  // shift for a power-of-two chunk, and skip it for moves of one chunk.
-  const bool power_of_two = (chunk_bytes & (chunk_bytes - 1)) == 0;
-  const int chunk_shift = std::countr_zero(chunk_bytes);
-  auto chunk_count_of = [&](std::uint64_t bytes) -> std::uint64_t {
-    if (bytes <= chunk_bytes) return 1;
-    return power_of_two ? ((bytes - 1) >> chunk_shift) + 1 : (bytes - 1) / chunk_bytes + 1;
-  };
   std::vector<std::uint32_t> first_chunk(moves.size(), 0);
   std::vector<std::uint32_t> chunks_of(moves.size(), 0);
   std::uint64_t chunk_count = 0;
   for (std::uint32_t index : by_source) {
     first_chunk[index] = gsl::narrow<std::uint32_t>(chunk_count);
-    const std::uint64_t count = chunk_count_of(moves[index].bytes);
+    const std::uint64_t count = detail::chunk_count(moves[index].bytes, chunk_bytes);
     chunks_of[index] = gsl::narrow<std::uint32_t>(count);
     chunk_count += count;
   }
@@ -192,9 +214,9 @@ ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_
   }
 
   if (!later_ticket) {
-    plan.phase_begin = {0, static_cast<std::uint32_t>(chunks.size())};
-    if (chunks.empty()) plan.phase_begin = {0};
-    return plan;
+    plan.phase_begin.assign({0u, static_cast<std::uint32_t>(chunks.size())});
+    if (chunks.empty()) plan.phase_begin.pop_back();
+    return;
   }
 
   // Several phases: order by (phase, source) with a stable counting sort, then keep from each run
@@ -227,7 +249,6 @@ ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_
     ordered[new_index[x]] = chunk;
   }
   plan.chunks = std::move(ordered);
-  return plan;
 }
 
 }  // namespace vramkit::compactor

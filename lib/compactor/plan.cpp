@@ -174,13 +174,19 @@ std::uint64_t bytes_moved(gsl::span<const Move> moves) {
 // fit), which is where O(n x pinned blocks) comes from. Alignment padding in front of a placed
 // block is left unused: it is smaller than the block's alignment.
 std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved) {
+  std::vector<Move> moves;
+  plan_full(segment, max_bytes_moved, moves);
+  return moves;
+}
+
+void plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved, std::vector<Move>& moves) {
   struct Gap {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
   };
   std::vector<Gap> gaps;
-  std::vector<Move> moves;
-  moves.reserve(segment.blocks.size());
+  if (moves.capacity() - moves.size() < segment.blocks.size())
+    moves.reserve(std::max(moves.size() + segment.blocks.size(), 2 * moves.capacity()));
   std::uint64_t cursor = 0;  // everything below is placed (or a gap listed above)
   std::uint64_t budget_used = 0;
   for (const LiveBlock& block : segment.blocks) {
@@ -215,7 +221,6 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
                          .bytes = block.bytes});
   }
   Ensures(budget_used <= max_bytes_moved);
-  return moves;
 }
 
 // Candidate windows are ranked by (moved bytes, blocks moved, segment, offset); only the cheapest

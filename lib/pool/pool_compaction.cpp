@@ -1,4 +1,4 @@
-// Pool compaction: plan (compactor), execute (device), then rewrite slots and rebuild heaps for the
+// Pool compaction: plan (compactor), execute (device), then rebuild heaps and rewrite slots for the
 // moves that completed. A device failure part way leaves every handle resolving to intact data.
 #include "pool/pool_segment.hpp"
 
@@ -10,12 +10,62 @@
 #include <vramkit/errors.hpp>
 
 namespace vramkit {
+namespace {
+
+bool completed(const ExecutionResult& result, std::size_t move) {
+  return result.complete || result.move_completed[move];
+}
+
+/// Each touched segment's live blocks at their places after the moves, the fast way: a full
+/// compaction (and plan_hole's slide) lists its moves segment by segment, each in the layout's
+/// address order, and keeps blocks in their segments; then one merge of the layout with the moves
+/// gives every block's place without reading a slot. Returns false, having counted nothing, when
+/// the moves are listed otherwise (a hole or evacuation plan); `placements` and `touched` are
+/// then to be cleared. Cost: O(blocks + moves), reading both in order.
+bool merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+                      const std::vector<std::vector<compactor::LiveBlock>>& layout,
+                      std::vector<std::vector<HeapPlacement>>& placements, std::vector<std::uint8_t>& touched,
+                      CompactionReport& report) {
+  std::size_t next = 0;
+  std::uint64_t blocks_moved = 0, bytes_moved = 0;
+  for (std::size_t segment = 0; segment < layout.size() && next < moves.size(); ++segment) {
+    if (moves[next].from_segment != segment) continue;
+    auto& list = placements[segment];
+    list.reserve(layout[segment].size());
+    for (const compactor::LiveBlock& block : layout[segment]) {
+      std::uint64_t offset = block.offset;
+      if (next < moves.size() && moves[next].from_segment == segment &&
+          moves[next].from_offset <= block.offset) {
+        const compactor::Move& move = moves[next];
+        // A move left behind means another order (a hole plan lists its moves largest first): give up
+        // at once rather than after the whole layout.
+        if (move.from_offset != block.offset || move.tag != block.tag || move.to_segment != segment)
+          return false;
+        if (completed(result, next)) {
+          offset = move.to_offset;
+          touched[segment] = 1;
+          ++blocks_moved;
+          bytes_moved += move.bytes;
+        }
+        ++next;
+      }
+      list.push_back({offset, block.bytes, block.tag});
+    }
+  }
+  if (next != moves.size()) return false;
+  report.blocks_moved += blocks_moved;
+  report.bytes_moved += bytes_moved;
+  return true;
+}
+
+}  // namespace
 
 // Live blocks of every segment in address order, as the planner sees them. O(blocks).
-Pool::Layout Pool::live_layout() const {
-  Layout layout(segments_.size());
+void Pool::live_layout(Layout& layout) const {
+  layout.resize(segments_.size());
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     auto& blocks = layout[index];
+    blocks.clear();
     blocks.reserve(segments_[index]->heap.statistics().allocated_blocks);
     segments_[index]->heap.for_each_block([&](const HeapBlock& block) {
       if (block.free) return;
@@ -24,7 +74,6 @@ Pool::Layout Pool::live_layout() const {
                         entry.pins == 0 && entry.kind == SlotKind::buffer, block.tag});
     });
   }
-  return layout;
 }
 
 std::vector<compactor::SegmentLayout> Pool::layouts(const Layout& blocks) const {
@@ -63,16 +112,19 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
       if (entry.live && entry.block != no_block) check_guard_locked(static_cast<std::uint32_t>(slot));
     }
   }
-  const auto blocks = live_layout();
-  const auto segment_layouts = layouts(blocks);
+  if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
+  CompactionScratch& scratch = *compaction_scratch_;
+  live_layout(scratch.layout);
+  const auto segment_layouts = layouts(scratch.layout);
   const auto planning = std::chrono::steady_clock::now();
-  std::vector<compactor::Move> moves;
+  std::vector<compactor::Move>& moves = scratch.moves;
+  moves.clear();
   if (options.goal == CompactGoal::full) {
     std::uint64_t budget = options.max_bytes_moved;
     for (const auto& layout : segment_layouts) {
-      auto segment_moves = compactor::plan_full(layout, budget);
-      budget -= compactor::bytes_moved(segment_moves);
-      moves.insert(moves.end(), segment_moves.begin(), segment_moves.end());
+      const std::size_t first = moves.size();
+      compactor::plan_full(layout, budget, moves);
+      budget -= compactor::bytes_moved(gsl::span<const compactor::Move>(moves).subspan(first));
     }
   } else {
     const std::uint64_t alignment = std::max(options.hole_alignment, options_.granularity);
@@ -81,7 +133,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
     if (plan) moves = std::move(plan->moves);
   }
   report.plan_seconds += std::chrono::steady_clock::now() - planning;
-  apply_moves(moves, blocks, report);
+  apply_moves(moves, scratch.layout, report);
   if (options.goal == CompactGoal::full && options.release_empty_segments) release_trailing_segments(report);
 
   const PoolStatistics after = statistics_locked();
@@ -97,14 +149,12 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 // applying what completed if the device failed part way.
 void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report) {
   if (moves.empty()) return;
-  std::vector<compactor::CopyRange> ranges;
-  ranges.reserve(moves.size());
-  for (const auto& move : moves) {
-    ranges.push_back({segments_[move.from_segment]->base + move.from_offset,
-                      segments_[move.to_segment]->base + move.to_offset, move.bytes});
-  }
+  CompactionScratch& scratch = *compaction_scratch_;
   auto phase_start = std::chrono::steady_clock::now();
-  const compactor::ChunkPlan plan = compactor::make_chunk_plan(ranges);
+  scratch.segment_bases.clear();
+  for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
+  const compactor::ChunkPlan& plan = scratch.chunks;
+  compactor::make_chunk_plan(moves, scratch.segment_bases, scratch.chunks);
   auto phase_end = std::chrono::steady_clock::now();
   report.plan_seconds += phase_end - phase_start;
   phase_start = phase_end;
@@ -119,43 +169,18 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& 
   }
   pending_uses_.clear();
 
-  // Rebuild each touched segment's heap from its live blocks at their new places.
-  std::vector<std::uint8_t> touched(segments_.size(), 0);
-  for (std::size_t index = 0; index < moves.size(); ++index) {
-    if (!result.complete && !result.move_completed[index]) continue;
-    const auto& move = moves[index];
-    Slot& entry = (*table_)[move.tag];
-    entry.segment = move.to_segment;
-    entry.offset = move.to_offset;
-    touched[move.from_segment] = touched[move.to_segment] = 1;
-    ++report.blocks_moved;
-    report.bytes_moved += move.bytes;
-  }
-  // The layout lists each segment's blocks in address order before the moves; a block that stayed
-  // in its segment keeps its place in that order unless it moved into a gap before a fixed block,
-  // so the lists usually need no sort. Blocks that changed segment join their new segment's list.
-  std::vector<std::vector<HeapPlacement>> placements(segments_.size());
-  for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (!touched[index]) continue;
-    placements[index].reserve(layout[index].size());
-    for (const compactor::LiveBlock& block : layout[index]) {
-      const Slot& entry = (*table_)[block.tag];
-      if (entry.segment == index) placements[index].push_back({entry.offset, entry.block_bytes, block.tag});
+  try {
+    update_heaps(moves, result, layout, report);
+  } catch (...) {
+    // Out of host memory part way: every completed move still gets its slot, so every handle
+    // reaches its bytes, though a heap may no longer match its slots.
+    for (std::size_t index = 0; index < moves.size(); ++index) {
+      if (!completed(result, index)) continue;
+      Slot& entry = (*table_)[moves[index].tag];
+      entry.segment = moves[index].to_segment;
+      entry.offset = moves[index].to_offset;
     }
-  }
-  for (std::size_t index = 0; index < moves.size(); ++index) {
-    const auto& move = moves[index];
-    if ((result.complete || result.move_completed[index]) && move.from_segment != move.to_segment) {
-      placements[move.to_segment].push_back({move.to_offset, (*table_)[move.tag].block_bytes, move.tag});
-    }
-  }
-  auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
-  for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (!touched[index]) continue;
-    auto& list = placements[index];
-    if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
-    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
-    for (std::size_t i = 0; i < list.size(); ++i) (*table_)[list[i].tag].block = ids[i];
+    throw;
   }
   blocks_moved_ += report.blocks_moved;
   bytes_moved_ += report.bytes_moved;
@@ -166,12 +191,70 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& 
   }
 }
 
+// Rebuilds each heap that a completed move touched from its live blocks at their new places (its
+// nodes end up in address order, which keeps the next compaction's walks reading memory in order),
+// then writes every slot of those heaps once: place and block id. Counts the completed moves.
+void Pool::update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+                        const Layout& layout, CompactionReport& report) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  std::vector<std::vector<HeapPlacement>>& placements = scratch.placements;
+  std::vector<std::uint8_t>& touched = scratch.touched;
+  auto clear = [&] {
+    placements.resize(segments_.size());
+    for (auto& list : placements) list.clear();
+    touched.assign(segments_.size(), 0);
+  };
+  clear();
+  if (!merge_placements(moves, result, layout, placements, touched, report)) {
+    clear();
+    // The general way: slots first, then each segment's blocks from the layout (a block that
+    // moved into a gap before a fixed block leaves the list unsorted), then arrivals.
+    for (std::size_t index = 0; index < moves.size(); ++index) {
+      if (!completed(result, index)) continue;
+      const auto& move = moves[index];
+      Slot& entry = (*table_)[move.tag];
+      entry.segment = move.to_segment;
+      entry.offset = move.to_offset;
+      touched[move.from_segment] = touched[move.to_segment] = 1;
+      ++report.blocks_moved;
+      report.bytes_moved += move.bytes;
+    }
+    for (std::size_t index = 0; index < segments_.size(); ++index) {
+      if (!touched[index]) continue;
+      placements[index].reserve(layout[index].size());
+      for (const compactor::LiveBlock& block : layout[index]) {
+        const Slot& entry = (*table_)[block.tag];
+        if (entry.segment == index) placements[index].push_back({entry.offset, entry.block_bytes, block.tag});
+      }
+    }
+    for (std::size_t index = 0; index < moves.size(); ++index) {
+      const auto& move = moves[index];
+      if (completed(result, index) && move.from_segment != move.to_segment)
+        placements[move.to_segment].push_back({move.to_offset, (*table_)[move.tag].block_bytes, move.tag});
+    }
+  }
+  auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    if (!touched[index]) continue;
+    auto& list = placements[index];
+    if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
+    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      Slot& entry = (*table_)[list[i].tag];
+      entry.segment = static_cast<std::uint32_t>(index);
+      entry.offset = list[i].offset;
+      entry.block = ids[i];
+    }
+  }
+}
+
 // Empties trailing segments into the others and gives them back to the device. Segment 0 stays.
 void Pool::release_trailing_segments(CompactionReport& report) {
   while (segments_.size() > 1) {
     const std::size_t victim = segments_.size() - 1;
     if (segments_[victim]->heap.statistics().allocated_blocks != 0) {
-      const auto blocks = live_layout();
+      Layout& blocks = compaction_scratch_->layout;
+      live_layout(blocks);
       const auto plan = compactor::plan_evacuation(layouts(blocks), victim);
       if (!plan) return;
       apply_moves(*plan, blocks, report);

@@ -4,6 +4,7 @@
 #include <vramkit/pool.hpp>
 
 #include "handles/handle_table.hpp"
+#include "pool/compaction_scratch.hpp"
 
 namespace vramkit {
 

@@ -20,6 +20,8 @@
 
 #include <gsl/span>
 
+#include <vramkit/compactor/plan.hpp>
+
 namespace vramkit::compactor {
 
 /// One copy between absolute device addresses (as the device layer sees them).
@@ -51,8 +53,22 @@ struct ChunkPlan {
   void validate() const;
 };
 
-/// Cost: O(c log c) for c chunks. Throws std::logic_error if destinations overlap each other or the
-/// moves contain a cycle (a swap), which the planner never produces.
+/// Cost: O(c log c) for c chunks; O(c) with no sort and no index arrays for a slide (the moves that
+/// copy something have ascending, disjoint sources and destinations, each destination below its
+/// source: what plan_full emits for a segment without fixed blocks). Throws std::logic_error if
+/// destinations overlap each other or the moves contain a cycle (a swap), which the planner never
+/// produces.
 ChunkPlan make_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes = 64 * 1024);
+
+/// The same plan, written into `plan` so that its storage is reused (a pool compacting again).
+/// After a throw, `plan` holds no valid plan.
+void make_chunk_plan(gsl::span<const CopyRange> moves, ChunkPlan& plan,
+                     std::uint32_t chunk_bytes = 64 * 1024);
+
+/// The plan of the planner's moves, a move's device addresses being segment_bases[segment] plus its
+/// offsets; chunk.move indexes `moves`. The same plan as for the moves' CopyRanges, without an
+/// array of them.
+void make_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                     ChunkPlan& plan, std::uint32_t chunk_bytes = 64 * 1024);
 
 }  // namespace vramkit::compactor

@@ -43,6 +43,8 @@ struct Move {
 /// valid plan, which is how max_bytes_moved (incremental compaction) is honoured: moves are taken in
 /// order until the next would pass the budget. Cost: O(n x pinned blocks).
 std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved = UINT64_MAX);
+/// The same moves, appended to `moves` (a pool reusing its storage, one segment after another).
+void plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved, std::vector<Move>& moves);
 
 /// A hole of at least `bytes` at an offset aligned to `alignment`, in any segment, made by moving
 /// as few bytes as possible: the window with the fewest movable live bytes and no fixed block, its

@@ -3,7 +3,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -24,6 +27,18 @@ void check(cudaError_t status, const char* what) {
 }
 
 void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
+
+// The staging buffer takes a plan's chunks as they are: the two layouts must be one.
+using compactor::Chunk;
+using cuda_detail::DeviceChunk;
+static_assert(std::is_trivially_copyable_v<Chunk> && std::is_trivially_copyable_v<DeviceChunk>);
+static_assert(sizeof(Chunk) == sizeof(DeviceChunk) && alignof(Chunk) == alignof(DeviceChunk));
+static_assert(offsetof(Chunk, source) == offsetof(DeviceChunk, source) &&
+              offsetof(Chunk, destination) == offsetof(DeviceChunk, destination) &&
+              offsetof(Chunk, bytes) == offsetof(DeviceChunk, bytes) &&
+              offsetof(Chunk, move) == offsetof(DeviceChunk, move) &&
+              offsetof(Chunk, wait_first) == offsetof(DeviceChunk, wait_first) &&
+              offsetof(Chunk, wait_last) == offsetof(DeviceChunk, wait_last));
 
 class CudaDevice final : public Device {
  public:
@@ -110,10 +125,7 @@ class CudaDevice final : public Device {
     const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
     reserve(chunk_bytes, flag_bytes);
     auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
-    for (std::size_t i = 0; i < count; ++i) {
-      const auto& chunk = plan.chunks[i];
-      staged[i] = {chunk.source, chunk.destination, chunk.bytes, chunk.wait_first, chunk.wait_last, 0};
-    }
+    std::memcpy(staged, plan.chunks.data(), chunk_bytes);
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
     auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
     try {

@@ -6,14 +6,16 @@
 
 namespace vramkit::cuda_detail {
 
-/// A chunk as the kernel reads it (the device-side twin of compactor::Chunk). 32 bytes.
+/// A chunk as the kernel reads it: the device-side twin of compactor::Chunk, field for field, so
+/// that a plan's chunks reach the staging buffer in one memcpy (cuda_device.cpp checks the layout).
+/// 32 bytes.
 struct DeviceChunk {
   std::uint64_t source;
   std::uint64_t destination;
   std::uint32_t bytes;
+  std::uint32_t move;        ///< Not read by the kernel.
   std::uint32_t wait_first;  ///< Plan-wide chunk index, or 0xFFFFFFFF for none.
   std::uint32_t wait_last;
-  std::uint32_t padding;
 };
 
 inline constexpr unsigned move_threads = 512;

@@ -1,0 +1,33 @@
+#pragma once
+// The two ways make_chunk_plan builds a plan, exposed for tests that compare them. Both give the
+// plan that include/vramkit/compactor/chunk_plan.hpp describes; for a slide they give the same one.
+#include <bit>
+#include <cstdint>
+
+#include <gsl/span>
+
+#include "vramkit/compactor/chunk_plan.hpp"
+
+namespace vramkit::compactor::detail {
+
+/// The one-pass plan for a slide: the moves that copy something, in the order given, have
+/// ascending, disjoint sources and ascending, disjoint destinations, and each destination lies
+/// below its source (what plan_full emits for a segment without fixed blocks). Such a plan has
+/// one phase. Returns false, leaving `plan` unspecified, when the moves are not a slide.
+/// Cost: O(m + c) for m moves and c chunks: no sort, no index arrays, chunks reserved exactly.
+bool make_slide_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan);
+/// The same for moves between segments based at segment_bases[segment].
+bool make_slide_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                           std::uint32_t chunk_bytes, ChunkPlan& plan);
+
+/// The plan for any moves without a cycle. Cost: O(c log c).
+void make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan);
+
+/// Chunks of chunk_bytes (the last one shorter) that a move of `bytes` > 0 is split into.
+inline std::uint64_t chunk_count(std::uint64_t bytes, std::uint32_t chunk_bytes) {
+  if (bytes <= chunk_bytes) return 1;  // skips a 64-bit division, tens of cycles, for most moves
+  return (chunk_bytes & (chunk_bytes - 1)) == 0 ? ((bytes - 1) >> std::countr_zero(chunk_bytes)) + 1
+                                                : (bytes - 1) / chunk_bytes + 1;
+}
+
+}  // namespace vramkit::compactor::detail

@@ -1,0 +1,27 @@
+#pragma once
+// Internal to the pool: the host buffers of a compaction, kept for the next one.
+//
+// A compaction of n blocks fills several arrays of n entries (about 150 bytes per moved block in
+// all). Fresh ones would come as fresh pages, which the kernel faults in and zeroes one by one: on
+// 100,000 blocks that costs more than the work done in them. Kept, they cost their memory between
+// compactions and nothing per compaction. Every buffer is cleared (not shrunk) before use.
+#include <cstdint>
+#include <vector>
+
+#include <vramkit/compactor/chunk_plan.hpp>
+#include <vramkit/compactor/plan.hpp>
+#include <vramkit/heap.hpp>
+#include <vramkit/pool.hpp>
+
+namespace vramkit {
+
+struct Pool::CompactionScratch {
+  Layout layout;                                       ///< Live blocks of each segment, in address order.
+  std::vector<compactor::Move> moves;                  ///< The plan.
+  std::vector<std::uint64_t> segment_bases;            ///< Device address of each segment's offset 0.
+  compactor::ChunkPlan chunks;                         ///< What the device executes.
+  std::vector<std::vector<HeapPlacement>> placements;  ///< Each touched segment's blocks after the moves.
+  std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
+};
+
+}  // namespace vramkit
