@@ -30,8 +30,8 @@ struct CompactionReport {
   std::uint64_t largest_free_after = 0;
   bool goal_met = true;  ///< For a hole: whether one was made.
   std::chrono::duration<double> seconds{0};          ///< End to end.
-  std::chrono::duration<double> plan_seconds{0};     ///< Planning and chunking (host).
-  std::chrono::duration<double> execute_seconds{0};  ///< The device moving bytes (upload, kernel, wait).
+  std::chrono::duration<double> plan_seconds{0};     ///< Planning the moves (host).
+  std::chrono::duration<double> execute_seconds{0};  ///< Chunking (host, or GPU for a slide), upload, kernel, wait.
   std::chrono::duration<double> update_seconds{0};   ///< Rewriting slots and rebuilding heaps (host).
 };
 

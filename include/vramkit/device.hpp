@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <gsl/span>
+
 #include <vramkit/compactor/chunk_plan.hpp>
+#include <vramkit/compactor/plan.hpp>
 
 struct CUstream_st;
 
@@ -70,6 +73,14 @@ class Device {
   /// Runs every chunk of the plan (phases in order) after all work that order_after() named, and
   /// returns once the moved bytes are in place.
   virtual ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) = 0;
+
+  /// Runs the planner's moves with memmove semantics, as execute() runs a plan (a move's addresses
+  /// are segment_bases[segment] plus its offsets; ExecutionResult::move_completed indexes `moves`).
+  /// `scratch` is storage for a chunk plan that the caller keeps across calls. The default makes
+  /// the chunk plan on the host and calls execute(); the CUDA device makes a slide's chunks on the
+  /// GPU instead, from the moves alone.
+  virtual ExecutionResult execute_moves(gsl::span<const compactor::Move> moves,
+                                        gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch);
 
   // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
   // (host, virtual): there is never work left to wait for. The CUDA device records events.

@@ -6,6 +6,7 @@
 
 #include <gsl/span>
 
+#include "compactor/slide_math.hpp"
 #include "vramkit/compactor/chunk_plan.hpp"
 
 namespace vramkit::compactor::detail {
@@ -19,6 +20,13 @@ bool make_slide_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk
 /// The same for moves between segments based at segment_bases[segment].
 bool make_slide_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
                            std::uint32_t chunk_bytes, ChunkPlan& plan);
+
+/// The moves of a slide that copy something, as slide_chunk() reads them, written to `out` (room
+/// for moves.size()): device addresses, first chunks and indices into `moves`. Returns false when
+/// the moves are not a slide (out then holds garbage). count: moves written; total_chunks: their
+/// chunks. Cost: O(m), one pass.
+bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks);
 
 /// The plan for any moves without a cycle. Cost: O(c log c).
 void make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan);

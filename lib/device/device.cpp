@@ -13,6 +13,12 @@ const char* to_string(DeviceKind kind) {
   return "unknown";
 }
 
+ExecutionResult Device::execute_moves(gsl::span<const compactor::Move> moves,
+                                      gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch) {
+  compactor::make_chunk_plan(moves, segment_bases, scratch);
+  return execute(scratch, moves.size());
+}
+
 std::shared_ptr<Device> make_device(DeviceChoice choice) {
   switch (choice) {
     case DeviceChoice::cuda: return make_cuda_device();

@@ -153,14 +153,10 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& 
   auto phase_start = std::chrono::steady_clock::now();
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
-  const compactor::ChunkPlan& plan = scratch.chunks;
-  compactor::make_chunk_plan(moves, scratch.segment_bases, scratch.chunks);
-  auto phase_end = std::chrono::steady_clock::now();
-  report.plan_seconds += phase_end - phase_start;
-  phase_start = phase_end;
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
-  const ExecutionResult result = device_->execute(plan, moves.size());
-  phase_end = std::chrono::steady_clock::now();
+  // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
+  const ExecutionResult result = device_->execute_moves(moves, scratch.segment_bases, scratch.chunks);
+  auto phase_end = std::chrono::steady_clock::now();
   report.execute_seconds += phase_end - phase_start;
   phase_start = phase_end;
   for (const PendingUse& use : pending_uses_) {  // execute() waited for them: they are over

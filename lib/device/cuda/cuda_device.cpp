@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compactor/chunk_plan_paths.hpp"
 #include "device/cuda/move_kernel.hpp"
 #include <vramkit/detail/message.hpp>
 #include <vramkit/device.hpp>
@@ -31,6 +32,9 @@ void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_
 // The staging buffer takes a plan's chunks as they are: the two layouts must be one.
 using compactor::Chunk;
 using cuda_detail::DeviceChunk;
+using compactor::detail::SlideMove;
+static_assert(sizeof(compactor::detail::SlideChunk) == sizeof(Chunk) &&
+              offsetof(compactor::detail::SlideChunk, wait_last) == offsetof(Chunk, wait_last));
 static_assert(std::is_trivially_copyable_v<Chunk> && std::is_trivially_copyable_v<DeviceChunk>);
 static_assert(sizeof(Chunk) == sizeof(DeviceChunk) && alignof(Chunk) == alignof(DeviceChunk));
 static_assert(offsetof(Chunk, source) == offsetof(DeviceChunk, source) &&
@@ -113,17 +117,14 @@ class CudaDevice final : public Device {
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
     std::lock_guard lock(mutex_);
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
-    for (cudaEvent_t event : pending_waits_) check(cudaStreamWaitEvent(stream_, event, 0), "cudaStreamWaitEvent");
-    pending_waits_.clear();
-    // The waits are enqueued: events forgotten meanwhile can be recorded again.
-    spare_events_.insert(spare_events_.end(), retired_events_.begin(), retired_events_.end());
-    retired_events_.clear();
+    enqueue_pending_waits();
     const std::size_t count = plan.chunks.size();
     if (count == 0) return {};
     const std::size_t phases = plan.phases();
     const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
-    reserve(chunk_bytes, flag_bytes);
+    reserve_staging(chunk_bytes);
+    reserve_scratch(align(chunk_bytes) + flag_bytes);
     auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
     std::memcpy(staged, plan.chunks.data(), chunk_bytes);
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
@@ -145,6 +146,27 @@ class CudaDevice final : public Device {
       throw;
     }
     return {};
+  }
+
+  // A slide (what a full compaction without pinned blocks plans) goes to the GPU as its moves, one
+  // pass over them on the host; the GPU splits them into chunks and finds each chunk's waits
+  // (compactor/slide_math.hpp), then the move kernel runs them. Other moves take the host's plan.
+  ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                                compactor::ChunkPlan& scratch) override {
+    {
+      std::lock_guard lock(mutex_);
+      check(cudaSetDevice(ordinal_), "cudaSetDevice");
+      reserve_staging(moves.size() * sizeof(SlideMove));
+      std::size_t count = 0;
+      std::uint64_t total = 0;
+      if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::max_chunk_bytes,
+                                               static_cast<SlideMove*>(staging_), count, total)) {
+        enqueue_pending_waits();
+        run_slide(count, static_cast<std::uint32_t>(total));
+        return {};
+      }
+    }
+    return Device::execute_moves(moves, segment_bases, scratch);
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -207,16 +229,54 @@ class CudaDevice final : public Device {
  private:
   static std::size_t align(std::size_t bytes) { return (bytes + 255) & ~std::size_t{255}; }
 
-  // Grows the pinned staging buffer and the device scratch (chunk list, flags, tickets) to fit.
-  void reserve(std::size_t chunk_bytes, std::size_t flag_bytes) {
-    if (chunk_bytes > staging_bytes_) {
+  // Makes the next work on stream_ wait for the events order_after() named.
+  void enqueue_pending_waits() {
+    for (cudaEvent_t event : pending_waits_) check(cudaStreamWaitEvent(stream_, event, 0), "cudaStreamWaitEvent");
+    pending_waits_.clear();
+    // The waits are enqueued: events forgotten meanwhile can be recorded again.
+    spare_events_.insert(spare_events_.end(), retired_events_.begin(), retired_events_.end());
+    retired_events_.clear();
+  }
+
+  // The slide's `count` moves are in the staging buffer: upload them, make their `total` chunks on
+  // the device, run them, wait.
+  void run_slide(std::size_t count, std::uint32_t total) {
+    if (total == 0) return;
+    const std::size_t move_bytes = count * sizeof(SlideMove);
+    const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
+    const std::size_t flag_bytes = (std::size_t{total} + 1) * sizeof(unsigned);
+    reserve_scratch(align(move_bytes) + align(chunk_bytes) + flag_bytes);
+    auto* device_moves = static_cast<SlideMove*>(scratch_);
+    auto* device_chunks = reinterpret_cast<cuda_detail::DeviceChunk*>(static_cast<char*>(scratch_) + align(move_bytes));
+    auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
+    try {
+      check(cudaMemcpyAsync(device_moves, staging_, move_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+      check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count), total,
+                                                    cuda_detail::max_chunk_bytes, device_chunks, stream_),
+            "chunk kernel launch");
+      check(cuda_detail::launch_move_chunks(device_chunks, 0, total, flags + total, flags, move_blocks_, stream_),
+            "move kernel launch");
+      check(cudaStreamSynchronize(stream_), "move kernel");
+    } catch (...) {
+      cudaStreamSynchronize(stream_);  // as in execute(): let enqueued work finish, then report
+      throw;
+    }
+  }
+
+  // Grows the pinned staging buffer to hold `bytes` (its contents are then lost).
+  void reserve_staging(std::size_t bytes) {
+    if (bytes > staging_bytes_) {
       cudaFreeHost(staging_);
       staging_ = nullptr;
       staging_bytes_ = 0;
-      check(cudaMallocHost(&staging_, chunk_bytes * 2), "cudaMallocHost");
-      staging_bytes_ = chunk_bytes * 2;
+      check(cudaMallocHost(&staging_, bytes * 2), "cudaMallocHost");
+      staging_bytes_ = bytes * 2;
     }
-    const std::size_t scratch_needed = align(chunk_bytes) + flag_bytes;
+  }
+
+  // Grows the device scratch (moves, chunk list, flags, tickets) to hold `scratch_needed` bytes.
+  void reserve_scratch(std::size_t scratch_needed) {
     if (scratch_needed > scratch_bytes_) {
       cudaFree(scratch_);
       scratch_ = nullptr;

@@ -62,7 +62,25 @@ __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* _
   }
 }
 
+__global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restrict__ moves, std::uint32_t count,
+                                    std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* __restrict__ chunks) {
+  const std::uint32_t ticket = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ticket >= total) return;
+  const auto chunk = compactor::detail::slide_chunk(moves, count, total, chunk_bytes, ticket);
+  chunks[ticket] = {chunk.source, chunk.destination, chunk.bytes, chunk.move, chunk.wait_first, chunk.wait_last};
+}
+
 }  // namespace
+
+cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
+                                       std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
+                                       cudaStream_t stream) {
+  if (total == 0) return cudaSuccess;
+  constexpr unsigned threads = 256;
+  derive_slide_chunks<<<(total + threads - 1) / threads, threads, 0, stream>>>(moves, count, total, chunk_bytes,
+                                                                               chunks);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
                                unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream) {

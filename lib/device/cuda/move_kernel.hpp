@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "compactor/slide_math.hpp"
+
 namespace vramkit::cuda_detail {
 
 /// A chunk as the kernel reads it: the device-side twin of compactor::Chunk, field for field, so
@@ -25,6 +27,12 @@ inline constexpr unsigned max_chunk_bytes = 64 * 1024;
 /// ticket is a zeroed counter for this launch. blocks: a grid that fits on the device at once.
 cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
                                unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream);
+
+/// Writes the `total` chunks of a slide given as its moves (compactor/slide_math.hpp), one thread a
+/// chunk: the chunk plan made on the device.
+cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
+                                       std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
+                                       cudaStream_t stream);
 
 /// Blocks of launch_move_chunks that fit on one multiprocessor at once.
 cudaError_t move_blocks_per_multiprocessor(int* blocks);
