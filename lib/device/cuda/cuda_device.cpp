@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <type_traits>
@@ -33,6 +34,7 @@ void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_
 using compactor::Chunk;
 using cuda_detail::DeviceChunk;
 using compactor::detail::SlideMove;
+using cuda_detail::MoveKernel;
 static_assert(sizeof(compactor::detail::SlideChunk) == sizeof(Chunk) &&
               offsetof(compactor::detail::SlideChunk, wait_last) == offsetof(Chunk, wait_last));
 static_assert(std::is_trivially_copyable_v<Chunk> && std::is_trivially_copyable_v<DeviceChunk>);
@@ -53,9 +55,18 @@ class CudaDevice final : public Device {
     name_ = detail::message(properties.name, " (CUDA device ", ordinal, ")");
     multiprocessors_ = properties.multiProcessorCount;
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    int per_multiprocessor = 1;
-    check(cuda_detail::move_blocks_per_multiprocessor(&per_multiprocessor), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    move_blocks_ = static_cast<unsigned>(std::max(1, per_multiprocessor) * multiprocessors_);
+    for (const MoveKernel kernel : {MoveKernel::block, MoveKernel::warp}) {
+      int per_multiprocessor = 1;
+      check(cuda_detail::move_blocks_per_multiprocessor(kernel, &per_multiprocessor),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(std::max(1, per_multiprocessor) * multiprocessors_);
+    }
+    if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
+      const std::string name = choice;
+      if (name == "block") kernel_ = MoveKernel::block;
+      else if (name == "warp") kernel_ = MoveKernel::warp;
+      else throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'block' or 'warp'");
+    }
   }
 
   ~CudaDevice() override {
@@ -132,9 +143,12 @@ class CudaDevice final : public Device {
     try {
       check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
       check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+      // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
+      const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
       for (std::size_t phase = 0; phase < phases; ++phase) {
-        check(cuda_detail::launch_move_chunks(device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
-                                              flags + count + phase, flags, move_blocks_, stream_),
+        check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase],
+                                              plan.phase_begin[phase + 1], flags + count + phase, flags,
+                                              move_blocks_[static_cast<int>(kernel)], stream_),
               "move kernel launch");
       }
       check(cudaStreamSynchronize(stream_), "move kernel");
@@ -159,14 +173,15 @@ class CudaDevice final : public Device {
       reserve_staging(moves.size() * sizeof(SlideMove));
       std::size_t count = 0;
       std::uint64_t total = 0;
-      if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::max_chunk_bytes,
+      if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_),
                                                static_cast<SlideMove*>(staging_), count, total)) {
         enqueue_pending_waits();
         run_slide(count, static_cast<std::uint32_t>(total));
         return {};
       }
     }
-    return Device::execute_moves(moves, segment_bases, scratch);
+    compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
+    return execute(scratch, moves.size());
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -253,9 +268,10 @@ class CudaDevice final : public Device {
       check(cudaMemcpyAsync(device_moves, staging_, move_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
       check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
       check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count), total,
-                                                    cuda_detail::max_chunk_bytes, device_chunks, stream_),
+                                                    cuda_detail::chunk_limit(kernel_), device_chunks, stream_),
             "chunk kernel launch");
-      check(cuda_detail::launch_move_chunks(device_chunks, 0, total, flags + total, flags, move_blocks_, stream_),
+      check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, total, flags + total, flags,
+                                            move_blocks_[static_cast<int>(kernel_)], stream_),
             "move kernel launch");
       check(cudaStreamSynchronize(stream_), "move kernel");
     } catch (...) {
@@ -289,7 +305,8 @@ class CudaDevice final : public Device {
   int ordinal_;
   std::string name_;
   int multiprocessors_ = 0;
-  unsigned move_blocks_ = 0;
+  MoveKernel kernel_ = MoveKernel::block;  ///< VRAMKIT_MOVE_KERNEL=block|warp chooses it.
+  unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
   cudaStream_t stream_ = nullptr;
   std::mutex mutex_;
   std::unordered_map<UseToken, cudaEvent_t> events_;

@@ -62,6 +62,47 @@ __global__ void __launch_bounds__(move_threads) move_chunks(const DeviceChunk* _
   }
 }
 
+// The warp form: the same protocol with a warp in place of the block. Every lane fences after its
+// loads (one warp instruction: it waits for the warp's outstanding loads) before lane 0 publishes.
+__global__ void __launch_bounds__(warp_kernel_threads) move_chunks_by_warp(const DeviceChunk* __restrict__ chunks,
+                                                                           std::uint32_t begin, std::uint32_t end,
+                                                                           unsigned* ticket, unsigned* read_flags) {
+  constexpr unsigned lane_vectors = warp_chunk_bytes / (32 * 16);
+  const unsigned lane = threadIdx.x & 31u;
+  for (;;) {
+    std::uint32_t index = 0;
+    if (lane == 0) index = begin + atomicAdd(ticket, 1u);
+    index = __shfl_sync(0xFFFFFFFFu, index, 0);
+    if (index >= end) return;
+    const DeviceChunk chunk = chunks[index];
+    const unsigned vectors = chunk.bytes / 16;
+    const auto* source = reinterpret_cast<const uint4*>(chunk.source);
+    uint4 held[lane_vectors];
+#pragma unroll
+    for (unsigned k = 0; k < lane_vectors; ++k) {
+      const unsigned v = k * 32 + lane;
+      if (v < vectors) held[k] = __ldcg(source + v);
+    }
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) atomicExch(read_flags + index, 1u);
+    if (chunk.wait_first != no_wait) {
+      for (std::uint32_t other = chunk.wait_first + lane; other <= chunk.wait_last; other += 32) {
+        while (atomicAdd(read_flags + other, 0u) == 0u) {
+        }
+      }
+      __threadfence();
+    }
+    __syncwarp();
+    auto* destination = reinterpret_cast<uint4*>(chunk.destination);
+#pragma unroll
+    for (unsigned k = 0; k < lane_vectors; ++k) {
+      const unsigned v = k * 32 + lane;
+      if (v < vectors) __stcg(destination + v, held[k]);
+    }
+  }
+}
+
 __global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restrict__ moves, std::uint32_t count,
                                     std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* __restrict__ chunks) {
   const std::uint32_t ticket = blockIdx.x * blockDim.x + threadIdx.x;
@@ -82,16 +123,25 @@ cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves
   return cudaGetLastError();
 }
 
-cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
+cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
                                unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream) {
   if (begin >= end) return cudaSuccess;
-  if (blocks > end - begin) blocks = end - begin;
-  move_chunks<<<blocks, move_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
+  if (kernel == MoveKernel::block) {
+    if (blocks > end - begin) blocks = end - begin;
+    move_chunks<<<blocks, move_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
+  } else {
+    const std::uint32_t warps_needed = end - begin;
+    const unsigned per_block = warp_kernel_threads / 32;
+    if (blocks > (warps_needed + per_block - 1) / per_block) blocks = (warps_needed + per_block - 1) / per_block;
+    move_chunks_by_warp<<<blocks, warp_kernel_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
+  }
   return cudaGetLastError();
 }
 
-cudaError_t move_blocks_per_multiprocessor(int* blocks) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, move_chunks, move_threads, 0);
+cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks) {
+  return kernel == MoveKernel::block
+             ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, move_chunks, move_threads, 0)
+             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, move_chunks_by_warp, warp_kernel_threads, 0);
 }
 
 }  // namespace vramkit::cuda_detail

@@ -20,12 +20,23 @@ struct DeviceChunk {
   std::uint32_t wait_last;
 };
 
-inline constexpr unsigned move_threads = 512;
-inline constexpr unsigned max_chunk_bytes = 64 * 1024;
+/// Two forms of the move kernel: a thread block moves one chunk of up to 64 KiB at a time, or a
+/// warp moves one chunk of up to 8 KiB (more chunks in flight; suits many small moves).
+enum class MoveKernel { block, warp };
 
-/// Runs chunks [begin, end) in one launch. read_flags has one zeroed word per chunk of the plan;
-/// ticket is a zeroed counter for this launch. blocks: a grid that fits on the device at once.
-cudaError_t launch_move_chunks(const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
+inline constexpr unsigned move_threads = 512;                  ///< block kernel
+inline constexpr unsigned max_chunk_bytes = 64 * 1024;         ///< block kernel
+inline constexpr unsigned warp_kernel_threads = 256;           ///< warp kernel: 8 warps a block
+inline constexpr unsigned warp_chunk_bytes = 32 * 16 * 16;     ///< warp kernel: 16 vectors a lane
+
+inline constexpr unsigned chunk_limit(MoveKernel kernel) {
+  return kernel == MoveKernel::block ? max_chunk_bytes : warp_chunk_bytes;
+}
+
+/// Runs chunks [begin, end) in one launch (each at most chunk_limit(kernel) bytes). read_flags has
+/// one zeroed word per chunk of the plan; ticket is a zeroed counter for this launch. blocks: a
+/// grid that fits on the device at once (move_blocks_per_multiprocessor x multiprocessors).
+cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
                                unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream);
 
 /// Writes the `total` chunks of a slide given as its moves (compactor/slide_math.hpp), one thread a
@@ -35,6 +46,6 @@ cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves
                                        cudaStream_t stream);
 
 /// Blocks of launch_move_chunks that fit on one multiprocessor at once.
-cudaError_t move_blocks_per_multiprocessor(int* blocks);
+cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks);
 
 }  // namespace vramkit::cuda_detail
