@@ -104,6 +104,14 @@ class FreeHoles {
 
   std::size_t size() const { return by_size_.size(); }
 
+  /// The holes as (segment, begin, end) in address order. O(h); for tests.
+  std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> in_address_order() const {
+    std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> holes;
+    holes.reserve(by_address_.size());
+    for (const auto& [key, end] : by_address_) holes.emplace_back(key.first, key.second, end);
+    return holes;
+  }
+
   /// A point to roll back to: changes after it can be undone.
   std::size_t mark() const { return journal_.size(); }
   /// Undoes every change since `point`, newest first.
