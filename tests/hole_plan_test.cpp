@@ -255,6 +255,30 @@ TEST_CASE("plan_hole lets the block sticking out below the window slide down int
   check_hole_is_free(execute_and_check(segments, plan->moves, 14), *plan, 3_KiB, 256);
 }
 
+TEST_CASE("a nested plan for the block sticking out below the window leaves that block's place alone",
+          "[plan][hole]") {
+  // Found by the randomized test below (seed 2, round 337): the lower block sticking out of the
+  // window fits no hole, even with its own place. The nested plan that opens one used to run while
+  // that place counted as free, filled it, and came before the block left it: a broken block (in
+  // the pool, a cycle the chunk plan rejects). Now the nested plan sees the place taken, and no plan
+  // of the search is left for this layout (no slide opens the hole either).
+  auto aligned = [](std::uint64_t offset, std::uint64_t bytes, std::uint64_t alignment, std::uint32_t tag) {
+    return LiveBlock{.offset = offset, .bytes = bytes, .alignment = alignment, .movable = true, .tag = tag};
+  };
+  const std::vector<OwnedSegment> segments = {
+      {.segment = 0,
+       .capacity = 64_KiB,
+       .granularity = 256,
+       .blocks = {aligned(256, 6400, 256, 1), aligned(7168, 1024, 1024, 2), aligned(12288, 1792, 4096, 3),
+                  aligned(14336, 3840, 256, 4), aligned(18432, 3584, 256, 5), aligned(22528, 4608, 1024, 6),
+                  aligned(27648, 3840, 1024, 7), aligned(32256, 5632, 256, 8), aligned(40960, 1280, 4096, 9),
+                  aligned(42240, 512, 256, 10), aligned(45056, 2816, 4096, 11), aligned(48128, 512, 256, 12),
+                  aligned(49152, 2048, 1024, 13), aligned(51456, 1024, 256, 14), aligned(52736, 512, 256, 15),
+                  aligned(57344, 768, 4096, 16), aligned(61440, 512, 4096, 17)}}};
+  const auto plan = plan_hole(vramkit::test::layouts_of(segments), 22528, 512);
+  if (plan) check_hole_is_free(execute_and_check(segments, plan->moves, 15), *plan, 22528, 512);
+}
+
 namespace {
 
 /// The cheapest plain slide over all segments (what plan_hole fell back to alone before).
@@ -277,7 +301,7 @@ TEST_CASE("plan_hole on random tight layouts: valid plans, between the cheapest 
   std::cout << "plan_hole tight layouts: seed " << seed << "\n";
   std::mt19937_64 rng(seed);
   int planned = 0, beat_slide = 0;
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 1000; ++round) {
     INFO("seed " << seed << ", round " << round);
     std::vector<OwnedSegment> segments;
     const std::uint32_t count = 1 + rng() % 2;
@@ -289,7 +313,7 @@ TEST_CASE("plan_hole on random tight layouts: valid plans, between the cheapest 
                                          .max_bytes = 8_KiB,
                                          .free_fraction = 0.05 + 0.1 * double(rng() % 3),
                                          .fixed_fraction = 0.08,
-                                         .alignments = {256, 256, 1024}},
+                                         .alignments = {256, 256, 1024, 4096}},
                                         s, 1 + 1000 * s));
       free_total += vramkit::test::free_bytes(segments.back());
     }
@@ -318,8 +342,8 @@ TEST_CASE("plan_hole on random tight layouts: valid plans, between the cheapest 
   }
   std::cout << "plan_hole tight layouts: " << planned << " planned, " << beat_slide
             << " cheaper than sliding\n";
-  REQUIRE(planned > 100);
-  REQUIRE(beat_slide > 10);
+  REQUIRE(planned > 300);
+  REQUIRE(beat_slide > 30);
 }
 
 TEST_CASE("plan_hole returns nothing when the free bytes are fewer than the hole", "[plan][hole]") {

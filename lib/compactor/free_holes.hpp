@@ -129,11 +129,12 @@ class FreeHoles {
  private:
   using Hole = std::tuple<std::uint64_t, std::uint32_t, std::uint64_t>;  // size, segment, begin
 
-  void insert(const Hole& hole) {
+  // By value: callers pass elements of the indexes, which these calls free.
+  void insert(Hole hole) {
     index(hole);
     journal_.push_back({true, hole});
   }
-  void erase(const Hole& hole) {
+  void erase(Hole hole) {
     unindex(hole);
     journal_.push_back({false, hole});
   }
@@ -142,7 +143,7 @@ class FreeHoles {
     by_size_.insert(hole);
     by_address_.emplace(std::pair{segment, begin}, begin + size);
   }
-  void unindex(const Hole& hole) {
+  void unindex(Hole hole) {
     by_size_.erase(hole);
     by_address_.erase({std::get<1>(hole), std::get<2>(hole)});
   }

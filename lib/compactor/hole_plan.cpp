@@ -8,8 +8,8 @@
 // nested plan_hole over the layout as it is at that point, where the window and every block that
 // moved in are fixed: a cheap window of its own whose blocks fit directly, or a slide of a run of
 // blocks (slide.hpp). A window's plan costs its blocks plus its nested plans; trying stops at the
-// first window whose lower bound reaches the cheapest plan found. Last, the plain slide over the
-// whole layout, if it is cheaper still.
+// first window whose lower bound exceeds the cheapest plan found, starting from the plain slide over
+// the whole layout (a window as cheap as the slide wins: its moves do not overlap their sources).
 //
 // Order of the moves: each move writes only into space that was free before the plan or that an
 // earlier move of the list vacated, and every block moves at most once, so the list executes in
@@ -18,8 +18,9 @@
 //
 // Cost: O(n log n) per call for n blocks, plus the windows tried. The search is bounded: nested
 // plans try at most nested_windows_tried windows, and one call visits at most
-// work_per_block x (n + 16) blocks in attempts and nested layouts, after which it returns the
-// cheapest plan found so far. Window attempts cost O(b log h) for b blocks and h holes.
+// work_per_block x (n + 16) blocks in attempts and nested layouts, plus one per bytes_per_visit of
+// the cheapest plan so far (SearchBudget), after which it returns that plan. Window attempts cost
+// O(b log h) for b blocks and h holes; slides O(n x run length).
 #include <algorithm>
 #include <set>
 
@@ -37,8 +38,11 @@ using detail::align_up;
 /// A nested plan tries this many of its cheapest windows, then slides (as plan_hole did alone
 /// before nested plans existed).
 constexpr std::size_t nested_windows_tried = 8;
-/// The bound on blocks visited per call, per block of the layout.
+/// The bound on blocks visited per call, per block of the layout (SearchBudget).
 constexpr std::int64_t work_per_block = 64;
+/// ... plus one visit per this many bytes of the cheapest plan so far: visiting a block takes the
+/// host tens of nanoseconds, about what moving 16 KiB takes a GPU.
+constexpr std::uint64_t bytes_per_visit = 16 * 1024;
 
 std::uint64_t alignment_of(const LiveBlock& block) {
   return std::max<std::uint64_t>(block.alignment, 1);
@@ -100,14 +104,22 @@ void collect_windows(const SegmentLayout& layout, std::size_t layout_index, std:
   }
 }
 
-/// What is left of one plan_hole call's bound on work (blocks visited), nested plans included.
+/// One plan_hole call's bound on work, in blocks visited (window attempts and nested layouts),
+/// nested plans included: work_per_block per block of the layout, plus one visit per
+/// bytes_per_visit that the cheapest plan found so far moves, so that a search that has only found
+/// an expensive plan (a long slide, near a full pool) may look further.
 struct SearchBudget {
-  std::int64_t work = 0;
+  std::int64_t used = 0;
+  std::int64_t base = 0;
+  std::uint64_t best_cost = 0;  ///< Bytes the outermost call's cheapest plan so far moves (0: none).
+
+  void spend(std::size_t blocks) { used += static_cast<std::int64_t>(blocks); }
+  bool exhausted() const { return used >= base + static_cast<std::int64_t>(best_cost / bytes_per_visit); }
 };
 
 std::optional<HolePlan> plan_within(gsl::span<const SegmentLayout> segments, detail::FreeHoles& holes,
                                     std::uint64_t bytes, std::uint64_t alignment, std::uint64_t max_cost,
-                                    int depth, SearchBudget& budget);
+                                    int depth, SearchBudget& budget, bool outermost = false);
 
 /// The cheapest plain slide over the segments as they are; nullopt if none costs at most max_cost.
 std::optional<HolePlan> cheapest_plain_slide(gsl::span<const SegmentLayout> segments, std::uint64_t bytes,
@@ -177,9 +189,8 @@ class WindowAttempt {
     // The lower block sticking out may slide down into its own place (memmove going down); the
     // upper one may not move up into its own, so its part outside the window is freed after it moved.
     if (left != nullptr) {
-      holes_.release(home_.segment, left->offset, window_.offset);
+      if (!place(*left, window_.offset)) return std::nullopt;
       left_moved_ = true;
-      if (!place(*left)) return std::nullopt;
       if (end_of(*left) > window_end_) {  // one block sticking out at both ends
         right_moved_ = true;
         holes_.release(home_.segment, window_end_, end_of(*left));
@@ -200,13 +211,20 @@ class WindowAttempt {
   std::uint64_t total() const { return total_; }
 
  private:
-  /// Moves one block of the window into a hole, opening one if none fits.
-  bool place(const LiveBlock& block) {
+  /// Moves one block of the window into a hole, opening one if none fits. For the lower block
+  /// sticking out of the window, `own_end` is the window's start: the part of its place below the
+  /// window is free for it, and after it moved. A nested plan runs with that part taken (the plan's
+  /// moves come first, so they must not fill it).
+  bool place(const LiveBlock& block, std::uint64_t own_end = 0) {
+    const bool own = own_end > block.offset;
+    if (own) holes_.release(home_.segment, block.offset, own_end);
     auto placement = holes_.take(block.bytes, alignment_of(block));
     if (!placement) {
+      if (own) holes_.cut(home_.segment, block.offset, own_end);
       if (!open_hole(block.bytes, alignment_of(block))) return false;
       placement = holes_.take(block.bytes, alignment_of(block));
       Ensures(placement.has_value());
+      if (own) holes_.release(home_.segment, block.offset, own_end);
     }
     moves_.push_back(Move{.tag = block.tag,
                           .from_segment = home_.segment,
@@ -222,10 +240,9 @@ class WindowAttempt {
   /// A nested plan over the layout as it is now, within the remaining budget, applied to the
   /// holes and the moves.
   bool open_hole(std::uint64_t bytes, std::uint64_t alignment) {
-    if (depth_ == 0 || total_ >= max_cost_ || budget_.work <= 0) return false;
+    if (depth_ == 0 || total_ >= max_cost_ || budget_.exhausted()) return false;
     const Snapshot snapshot = take_snapshot();
-    for (const SegmentLayout& layout : snapshot.layouts)
-      budget_.work -= static_cast<std::int64_t>(layout.blocks.size());
+    for (const SegmentLayout& layout : snapshot.layouts) budget_.spend(layout.blocks.size());
     // The snapshot's free space is what holes_ holds now, and the nested call leaves it so.
     const auto plan =
         plan_within(snapshot.layouts, holes_, bytes, alignment, max_cost_ - total_, depth_ - 1, budget_);
@@ -329,10 +346,12 @@ class WindowAttempt {
 
 // `holes` are the free space of `segments`; they are the same when the call returns. depth 0: a
 // window's blocks must fit the holes as they are (no nested plans), and only the cheapest
-// nested_windows_tried windows are tried.
+// nested_windows_tried windows are tried. The outermost call starts from the plain slide, which
+// bounds the windows worth trying and sets the budget; nested calls try it last, within the bound
+// the windows left (most nested calls find a window, and the slide is the costlier search).
 std::optional<HolePlan> plan_within(gsl::span<const SegmentLayout> segments, detail::FreeHoles& holes,
                                     std::uint64_t bytes, std::uint64_t alignment, std::uint64_t max_cost,
-                                    int depth, SearchBudget& budget) {
+                                    int depth, SearchBudget& budget, bool outermost) {
   std::vector<Window> windows;
   for (std::size_t index = 0; index < segments.size(); ++index)
     collect_windows(segments[index], index, bytes, alignment, max_cost, windows);
@@ -348,22 +367,28 @@ std::optional<HolePlan> plan_within(gsl::span<const SegmentLayout> segments, det
 
   std::optional<HolePlan> best;
   std::uint64_t limit = max_cost;  // what a better plan may cost
+  if (outermost) {
+    best = cheapest_plain_slide(segments, bytes, alignment, max_cost);
+    if (best) limit = budget.best_cost = bytes_moved(best->moves);  // a window as cheap wins
+  }
   std::size_t tries_left = depth == 0 ? nested_windows_tried : windows.size();
-  for (auto end = windows.end(); end != windows.begin() && tries_left != 0 && budget.work > 0;
+  for (auto end = windows.end(); end != windows.begin() && tries_left != 0 && !budget.exhausted();
        --end, --tries_left) {
     std::pop_heap(windows.begin(), end, costlier);
     const Window& window = *(end - 1);
     if (window.cost > limit) break;
-    budget.work -= static_cast<std::int64_t>(window.last - window.first);
+    budget.spend(window.last - window.first);
     const std::size_t mark = holes.mark();
     WindowAttempt attempt(segments, holes, window, bytes, limit, depth, budget);
     if (auto moves = attempt.run()) {
       best = HolePlan{
           .segment = segments[window.layout].segment, .offset = window.offset, .moves = std::move(*moves)};
       limit = attempt.total() - 1;  // > 0: a window of cost 0 returned above
+      if (outermost) budget.best_cost = attempt.total();
     }
     holes.rollback(mark);
   }
+  if (outermost) return best;
   if (auto slide = cheapest_plain_slide(segments, bytes, alignment, limit)) return slide;
   return best;
 }
@@ -384,10 +409,10 @@ std::optional<HolePlan> plan_hole(gsl::span<const SegmentLayout> segments, std::
     for (const LiveBlock& block : layout.blocks) free_bytes -= block.bytes;
   }
   if (free_bytes < bytes) return std::nullopt;  // no plan can help
-  SearchBudget budget{.work = work_per_block * static_cast<std::int64_t>(blocks + 16)};
+  SearchBudget budget{.base = work_per_block * static_cast<std::int64_t>(blocks + 16)};
   detail::FreeHoles holes;
   for (const SegmentLayout& layout : segments) holes.add_gaps(layout);
-  return plan_within(segments, holes, bytes, alignment, max_bytes_moved, 1, budget);
+  return plan_within(segments, holes, bytes, alignment, max_bytes_moved, 1, budget, true);
 }
 
 }  // namespace vramkit::compactor
