@@ -395,8 +395,8 @@ std::optional<HolePlan> plan_within(gsl::span<const SegmentLayout> segments, det
 
 }  // namespace
 
-// Nested plans go one level deep: deeper ones found little more on the traces measured
-// (docs/replay.md) and multiply the work.
+// Nested plans go one level deep: deeper ones did worse on the traces measured (docs/replay.md),
+// spending the budget on few windows.
 std::optional<HolePlan> plan_hole(gsl::span<const SegmentLayout> segments, std::uint64_t bytes,
                                   std::uint64_t alignment, std::uint64_t max_bytes_moved) {
   Expects(alignment != 0 && (alignment & (alignment - 1)) == 0);

@@ -54,7 +54,8 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 /// earlier move) and as one chunk plan; no block moves up into its own place. nullopt when no plan
 /// within max_bytes_moved exists, or the search (bounded, see hole_plan.cpp) finds none.
 /// Cost: O(n log n) for n blocks, plus the search: it visits at most 64 (n + 16) blocks in window
-/// attempts and nested layouts (hole_plan.cpp), and O(n x run length) per slide considered.
+/// attempts and nested layouts, plus one per 16 KiB the cheapest plan so far moves (hole_plan.cpp),
+/// and O(n x run length) per slide considered.
 struct HolePlan {
   std::uint32_t segment = 0;
   std::uint64_t offset = 0;  ///< Where the hole will be.
