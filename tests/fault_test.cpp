@@ -210,7 +210,7 @@ TEST_CASE("faults during an allocation that compacts a hole first lose nothing",
   INFO("guard bytes " << guard);
   const Build build = fragmented(guard, 50, 0);  // no growth: the hole is the only way
   const Operation allocate_in_hole = [](Scenario& scenario) {
-    allocate_and_write(scenario, 100_KiB, 8);
+    allocate_and_write(scenario, 200_KiB, 8);
     CHECK(scenario.pool->statistics().compactions == 1);
   };
   CHECK(walk(build, allocate_in_hole, FaultKind::move) > 3);
@@ -248,7 +248,7 @@ TEST_CASE("faults during full, hole, budgeted and segment-releasing compactions 
   SECTION("hole compaction") {
     const Operation compact = [](Scenario& scenario) {
       const bool goal_met =
-          scenario.pool->compact({.goal = CompactGoal::hole, .hole_bytes = 96_KiB}).goal_met;
+          scenario.pool->compact({.goal = CompactGoal::hole, .hole_bytes = 192_KiB}).goal_met;
       CHECK(goal_met);
     };
     CHECK(walk_all_kinds(fragmented(guard, 50, 0), compact) >= 3);

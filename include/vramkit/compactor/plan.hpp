@@ -47,11 +47,17 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 void plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved, std::vector<Move>& moves);
 
 /// A hole of at least `bytes` at an offset aligned to `alignment`, in any segment, made by moving
-/// as few bytes as possible: the window with the fewest movable live bytes and no fixed block, its
-/// blocks moved into holes outside it (best fit, largest first). When no window's blocks fit
-/// outside it, the cheapest run of consecutive movable blocks slid down (as plan_full) to gather
-/// the free space next to it. nullopt when no such plan within max_bytes_moved exists.
-/// Cost: O(n log n), plus O(n x run length) for the fallback.
+/// as few bytes as the search finds: a window with no fixed block whose blocks move into holes
+/// elsewhere (best fit; a block that fits no hole gets one from a nested, cheaper plan of the same
+/// kind), tried cheapest window first, or a run of consecutive movable blocks slid down (as
+/// plan_full) to gather the free space next to it. Never costs less than the cheapest window's
+/// movable bytes; equals it whenever that window's blocks fit the holes outside it. The moves
+/// execute in list order (each writes only into space free before the plan or vacated by an
+/// earlier move) and as one chunk plan; no block moves up into its own place. nullopt when no plan
+/// within max_bytes_moved exists, or the search (bounded, see hole_plan.cpp) finds none.
+/// Cost: O(n log n) for n blocks, plus the search: it visits at most 64 (n + 16) blocks in window
+/// attempts and nested layouts, plus one per 16 KiB the cheapest plan so far moves (hole_plan.cpp),
+/// and O(n x run length) per slide considered.
 struct HolePlan {
   std::uint32_t segment = 0;
   std::uint64_t offset = 0;  ///< Where the hole will be.
