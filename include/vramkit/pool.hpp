@@ -37,10 +37,10 @@ struct PoolOptions {
   std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
   bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
   std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
-  /// Blocks freed since the last allocation the cache could not serve are kept for requests of
-  /// the same size, which then skip the heap's merge and split (at most 16 blocks). A request it
-  /// cannot serve empties it first, as do compaction, statistics and the memory map. At most this
-  /// many bytes; automatic_cache: no byte limit; 0: off.
+  /// The first block freed since the last allocation is kept for the next request, which gets it
+  /// back if it is of exactly the same size, skipping the heap's merge and split; a request of
+  /// another size returns it to the heap first, as do compaction, statistics and the memory map. Only blocks of at most this
+  /// many bytes are kept; automatic_cache: any size; 0: off.
   std::uint64_t free_cache_bytes = automatic_cache;
   static constexpr std::uint64_t automatic_cache = ~std::uint64_t{0};
 };

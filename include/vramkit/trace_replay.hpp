@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <vramkit/device.hpp>
+#include <vramkit/pool.hpp>
 #include <vramkit/statistics.hpp>
 
 namespace vramkit {
@@ -77,6 +78,8 @@ struct ReplayOptions {
   /// 256: what cudaMalloc guarantees and the pool's granularity, so no block ever needs padding.
   std::uint64_t alignment = 256;
   std::uint64_t granularity = 256;
+  /// PoolOptions::free_cache_bytes of the replaying pool (the cache of freed blocks; 0: off).
+  std::uint64_t free_cache_bytes = PoolOptions::automatic_cache;
   /// threshold: the policy's clock advances this much per request (1 request = 1 ms).
   std::chrono::steady_clock::duration request_interval = std::chrono::milliseconds(1);
   double fragmentation_threshold = 0.30;

@@ -286,7 +286,9 @@ void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
     }
     std::erase_if(pending_uses_, uses_this_slot);
   }
-  if (!cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment}, options_.free_cache_bytes)) {
+  // The first block freed since the last allocation is kept for a request of its size.
+  if (entry.block_bytes > options_.free_cache_bytes ||
+      !cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment})) {
     segments_[entry.segment]->heap.free(entry.block);
   }
   used_ -= entry.block_bytes;

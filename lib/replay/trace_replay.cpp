@@ -192,7 +192,8 @@ ReplayResult replay(const Trace& trace, const ReplayOptions& options, std::share
   Pool pool({.capacity_bytes = options.capacity_bytes,
              .max_capacity_bytes = 0,
              .granularity = options.granularity,
-             .compact_on_failure = compacting && options.failure_mode == FailureMode::minimal},
+             .compact_on_failure = compacting && options.failure_mode == FailureMode::minimal,
+             .free_cache_bytes = options.free_cache_bytes},
             std::move(device));
 
   std::size_t position = 0;

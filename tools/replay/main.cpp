@@ -19,7 +19,7 @@ namespace {
 constexpr const char* usage =
     "usage: vramkit-replay TRACE.csv [--policy none|on-failure|threshold] [--on-failure-mode minimal|full]\n"
     "                      [--capacity auto|BYTES] [--device virtual|host|cuda] [--alignment 256|512]\n"
-    "                      [--verify] [--svg FILE]\n";
+    "                      [--free-cache auto|off|BYTES] [--verify] [--svg FILE]\n";
 
 struct UsageError {
   std::string message;
@@ -89,6 +89,11 @@ Arguments parse(int argc, char** argv) {
       const std::uint64_t alignment = parse_bytes(value(), "--alignment");
       if (alignment != 256 && alignment != 512) throw UsageError{"--alignment must be 256 or 512"};
       arguments.options.alignment = alignment;
+    } else if (argument == "--free-cache") {
+      const std::string_view cache = value();
+      arguments.options.free_cache_bytes = cache == "auto"  ? vramkit::PoolOptions::automatic_cache
+                                           : cache == "off" ? 0
+                                                            : parse_bytes(cache, "--free-cache");
     } else if (argument == "--verify") {
       arguments.options.verify = true;
     } else if (argument == "--svg") {
@@ -166,6 +171,9 @@ int main(int argc, char** argv) {
                     : options.device == vramkit::DeviceChoice::host         ? "host"
                                                                             : "cuda";
     out["alignment"] = options.alignment;
+    out["free_cache_bytes"] = options.free_cache_bytes == vramkit::PoolOptions::automatic_cache
+                                  ? nlohmann::ordered_json("auto")
+                                  : nlohmann::ordered_json(options.free_cache_bytes);
     out["requests"] = result.requests;
     out["peak_live_bytes"] = trace.peak_live_bytes;
     out["capacity_bytes"] = result.capacity_bytes;
