@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# A short GPU run: build, the GPU test program, the allocation and compaction benchmarks, and
-# trace replay on the CUDA device with verification. Output goes to $OUT (default out/).
+# A GPU run: build, the GPU test program with each move kernel, the allocation and compaction
+# benchmarks (compaction with each move kernel), CUDA trace replay with verification, then
+# compute-sanitizer. Output goes to $OUT (default out/); pass the commit as $1 (the machine's copy
+# may lack .git).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-out}"; mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
-git log -1 --format=%H 2>/dev/null | tee "$out/commit.txt"
+echo "${1:-$(git log -1 --format=%H 2>/dev/null)}" | tee "$out/commit.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.deps/usr" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DVRAMKIT_TRACES_DIR="$PWD/.traces" -DVRAMKIT_BUILD_SAMPLES=OFF \
   >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build build-gpu -j16 >"$out/build.log" 2>&1 || { grep -E "error|FAILED" "$out/build.log" | head -40; exit 1; }
-VRAMKIT_GPU_PROPERTY_OPS=${GPU_OPS:-1000} ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tail -3 | tee "$out/gpu_tests.txt"
-./build-gpu/bench/vramkit_alloc_bench --json "$out/alloc.json" >"$out/alloc_bench.txt" 2>&1; cat "$out/alloc_bench.txt"
-./build-gpu/bench/vramkit_compaction_bench --json "$out/compaction.json" >"$out/compaction_bench.txt" 2>&1
-cat "$out/compaction_bench.txt"
-replay=./build-gpu/tools/replay/vramkit-replay
-for trace in resnet_train image_pipeline; do
-  peak=$("$replay" ".traces/$trace.csv" --capacity 1099511627776 --policy none | python3 -c "import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])")
-  capacity=$(python3 -c "import math; print(math.ceil($peak*1.02/2**20)*2**20)")
-  "$replay" ".traces/$trace.csv" --device cuda --verify --policy on-failure --capacity "$capacity" | tee -a "$out/replay_cuda.txt"
-done
+{
+  for kernel in block warp; do
+    echo "== gpu tests, $kernel kernel"
+    VRAMKIT_MOVE_KERNEL=$kernel VRAMKIT_GPU_PROPERTY_OPS=${GPU_OPS:-1000} ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tail -2
+  done
+  ./build-gpu/bench/vramkit_alloc_bench --json "$out/alloc.json" 2>&1
+  for kernel in block warp; do
+    echo "== compaction, $kernel kernel"
+    VRAMKIT_MOVE_KERNEL=$kernel ./build-gpu/bench/vramkit_compaction_bench --json "$out/compaction_$kernel.json" 2>&1
+  done
+  replay=./build-gpu/tools/replay/vramkit-replay
+  for trace in resnet_train image_pipeline; do
+    peak=$("$replay" ".traces/$trace.csv" --capacity 1099511627776 --policy none | python3 -c "import json,sys; print(json.load(sys.stdin)['peak_live_bytes'])")
+    capacity=$(python3 -c "import math; print(math.ceil($peak*1.02/2**20)*2**20)")
+    "$replay" ".traces/$trace.csv" --device cuda --verify --policy on-failure --capacity "$capacity" | \
+      python3 -c "import json,sys; d=json.load(sys.stdin); print('replay', '$trace', 'verified', d['verified'], 'failed', d['failed_requests'], 'moved_ratio', d['moved_ratio'], 'compactions', d['compactions'])"
+  done
+  for kernel in block warp; do
+    echo "== memcheck, $kernel kernel"
+    VRAMKIT_MOVE_KERNEL=$kernel VRAMKIT_GPU_PROPERTY_OPS=200 timeout 150 compute-sanitizer --tool memcheck \
+      --error-exitcode 9 ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tail -3
+    echo "== racecheck, $kernel kernel"
+    VRAMKIT_MOVE_KERNEL=$kernel timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      ./build-gpu/tests/gpu/vramkit_gpu_tests '~*random*' 2>&1 | tail -3
+  done
+} 2>&1 | tee "$out/run.txt"
