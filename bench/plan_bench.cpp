@@ -90,16 +90,18 @@ void run(const char* name, std::size_t count, std::uint64_t min_bytes, std::uint
   const double plan_us = median(plan_times);
   const double chunk_us = median(chunk_times);
   const double reused_us = median(reused_plan_times) + median(reused_chunk_times);
-  std::printf("%-28s %8zu %8zu %8zu %6zu %10s %10.1f %10.1f %10.1f %12.1f %12.1f\n", name, count,
+  std::printf("%-28s %8zu %8zu %8zu %6zu %10s %10.1f %10.1f %10.1f %12.1f %12.1f %16.1f\n", name, count,
               moves.size(), plan.chunks.size(), plan.phases(), format_bytes(plan.total_bytes).c_str(),
-              plan_us, chunk_us, plan_us + chunk_us, median(validate_times), reused_us);
+              plan_us, chunk_us, plan_us + chunk_us, median(validate_times), reused_us,
+              median(reused_plan_times));
 }
 
 }  // namespace
 
 int main() {
-  std::printf("%-28s %8s %8s %8s %6s %10s %10s %10s %10s %12s %12s\n", "layout (50% free)", "blocks", "moves",
-              "chunks", "phases", "moved", "plan us", "chunk us", "total us", "validate us", "reused us");
+  std::printf("%-28s %8s %8s %8s %6s %10s %10s %10s %10s %12s %12s %16s\n", "layout (50% free)", "blocks", "moves",
+              "chunks", "phases", "moved", "plan us", "chunk us", "total us", "validate us", "reused us",
+              "reused plan us");
   run("4 KiB..1 MiB", 10'000, 4_KiB, 1_MiB);
   run("256 B..64 KiB", 100'000, 256, 64_KiB);
   return 0;
