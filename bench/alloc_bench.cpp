@@ -133,13 +133,22 @@ int main(int argc, char** argv) {
   const auto sizes = log_uniform_sizes(live + replacements, 256, 4_MiB, 1);
   // A pool large enough that churn measures allocation, not compaction on failure.
   Pool churn_pool({.capacity_bytes = 8_GiB}, device);
-  const double pool_churn = pool_churn_ns(churn_pool, sizes, live, replacements, 2);
+  // Median of 5 runs (seeds 2..6), each from a fresh set of live blocks, for each allocator.
+  auto median_of_runs = [](auto&& run_with_seed) {
+    std::vector<double> runs;
+    for (unsigned seed = 2; seed < 7; ++seed) runs.push_back(run_with_seed(seed));
+    return median(runs);
+  };
+  const double pool_churn =
+      median_of_runs([&](unsigned seed) { return pool_churn_ns(churn_pool, sizes, live, replacements, seed); });
   double malloc_churn = NAN, async_churn = NAN;
   if (cuda) {
-    malloc_churn = vramkit_bench::cuda_malloc_churn_ns(sizes, live, replacements, 2);
-    async_churn = vramkit_bench::cuda_malloc_async_churn_ns(sizes, live, replacements, 2);
+    malloc_churn = median_of_runs(
+        [&](unsigned seed) { return vramkit_bench::cuda_malloc_churn_ns(sizes, live, replacements, seed); });
+    async_churn = median_of_runs(
+        [&](unsigned seed) { return vramkit_bench::cuda_malloc_async_churn_ns(sizes, live, replacements, seed); });
   }
-  std::printf("\nchurn (2,000 live, 256 B..4 MiB, %zu replacements), ns per replacement (%llu compactions):\n",
+  std::printf("\nchurn (2,000 live, 256 B..4 MiB, %zu replacements, median of 5 runs), ns per replacement (%llu compactions):\n",
               replacements, static_cast<unsigned long long>(churn_pool.statistics().compactions));
   std::printf("  pool %.1f   cudaMalloc %.1f   cudaMallocAsync %.1f   async/pool %.1fx\n", pool_churn, malloc_churn,
               async_churn, async_churn / pool_churn);
@@ -149,14 +158,18 @@ int main(int argc, char** argv) {
   {
     const Handle handle = pool.allocate(4096);
     const int count = quick ? 200000 : 2000000;
-    auto start = clock_type::now();
-    for (int i = 0; i < count; ++i) {
-      pool.pin(handle);
-      pool.unpin(handle);
+    std::vector<double> pin_runs;  // median of 5
+    for (int run = 0; run < 5; ++run) {
+      const auto pin_start = clock_type::now();
+      for (int i = 0; i < count / 5; ++i) {
+        pool.pin(handle);
+        pool.unpin(handle);
+      }
+      pin_runs.push_back(ns_since(pin_start, count / 5));
     }
-    const double pin_ns = ns_since(start, count);
+    const double pin_ns = median(pin_runs);
     std::uint64_t sink = 0;
-    start = clock_type::now();
+    const auto start = clock_type::now();
     for (int i = 0; i < count; ++i) sink += pool.address(handle);
     const double resolve_ns = ns_since(start, count);
     std::printf("\npin+unpin %.1f ns, resolve %.1f ns (checksum %llu)\n", pin_ns, resolve_ns,
