@@ -267,3 +267,36 @@ TEST_CASE("heap matches a reference model over 100,000 random allocations and fr
   }
   heap.check_invariants();
 }
+
+// Good fit alone skips the request's own size class (not every block of it fits) and would cut the
+// request out of a larger block of a higher class; allocate looks at the own class first.
+TEST_CASE("heap prefers a block of the request's own size class: exact size, else the smallest that fits",
+          "[heap]") {
+  const std::uint64_t unit = 256;
+  // Classes of 16 units from 512 units up: 1000, 1002 and 1005 units share the class 992..1007.
+  Heap heap(8192 * unit);
+  std::vector<vramkit::BlockId> holes;
+  std::vector<std::uint64_t> offsets;
+  for (const std::uint64_t units : {995, 1005, 1002}) {
+    const auto hole = heap.allocate(units * unit, unit, 1);
+    REQUIRE(heap.allocate(unit, unit, 2));  // keeps the holes apart
+    holes.push_back(hole->block);
+    offsets.push_back(hole->offset);
+  }
+  for (const auto block : holes) heap.free(block);
+  heap.check_invariants();
+  // 1000 units: 995 is too small, 1002 the smallest that fits (not the large free tail).
+  const auto first = heap.allocate(1000 * unit, unit, 3);
+  REQUIRE(first);
+  CHECK(first->offset == offsets[2]);
+  // 1005 units: exactly the 1005-unit hole.
+  const auto second = heap.allocate(1005 * unit, unit, 4);
+  REQUIRE(second);
+  CHECK(second->offset == offsets[1]);
+  // 1001 units: nothing of the class fits any more (995 units): the tail serves it.
+  const auto third = heap.allocate(1001 * unit, unit, 5);
+  REQUIRE(third);
+  CHECK(third->offset > offsets[2]);
+  heap.check_invariants();
+  CHECK(heap.free_ranges() == 3);  // the 995-unit hole, the 2 units left of the 1002 and the tail
+}
