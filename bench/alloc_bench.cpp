@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
   const DeviceChoice choice = device_name == "host" ? DeviceChoice::host
                               : device_name == "cuda" ? DeviceChoice::cuda
                                                       : DeviceChoice::automatic;
+  // glibc's locks skip their atomic instructions in a process that has never started a thread. A
+  // process with a CUDA context has (the driver's threads); start one here too, so that every
+  // device is measured as a real multithreaded program runs.
+  std::thread([] {}).join();
   auto device = make_device(choice);
   const bool cuda = device->kind() == DeviceKind::cuda && vramkit_bench::cuda_present();
   std::printf("allocation benchmark on %s\n", device->name().c_str());

@@ -1,7 +1,7 @@
 #pragma once
 // Pool: device regions (segments), each sub-allocated by a heap, plus the handle table that makes
 // every block movable, plus a device. Allocate, free, pin, read/write, compact, grow and shrink.
-// Thread-safe: one mutex guards the bookkeeping; host-device copies run outside it, pinned.
+// Thread-safe: one lock guards the bookkeeping; host-device copies run outside it, pinned.
 //
 // Invariants (check_invariants() verifies them; tests call it):
 //  - every live slot names an allocated heap block of its segment whose tag is that slot, and
@@ -18,13 +18,13 @@
 
 #include <vramkit/compaction.hpp>
 #include <vramkit/compactor/plan.hpp>
+#include <vramkit/detail/spin_mutex.hpp>
 #include <vramkit/device.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/handle.hpp>
 #include <vramkit/statistics.hpp>
 
 namespace vramkit {
-
 class BlockCache;
 class HandleTable;
 class Heap;
@@ -130,14 +130,14 @@ class Pool {
     UseToken token;
   };
 
-  Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<std::mutex>& lock);
+  Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<detail::SpinMutex>& lock);
   bool try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
   bool take_cached(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
   /// Frees every cached block in its heap. Logically const: the pool's contents do not change.
   void drain_cache() const;
   bool grow(std::uint64_t block_bytes);
   void add_segment(std::uint64_t bytes);
-  void free_locked(std::uint32_t slot, std::unique_lock<std::mutex>& lock);
+  void free_locked(std::uint32_t slot, std::unique_lock<detail::SpinMutex>& lock);
   CompactionReport compact_locked(const CompactOptions& options);
   /// Live blocks of each segment in address order, as the planner sees them.
   using Layout = std::vector<std::vector<compactor::LiveBlock>>;
@@ -158,7 +158,7 @@ class Pool {
   std::shared_ptr<Device> device_;
   std::uint64_t first_segment_bytes_ = 0;
   std::uint64_t largest_block_ = 0;  ///< largest_possible_block(), fixed at construction.
-  mutable std::mutex mutex_;
+  mutable detail::SpinMutex mutex_;  ///< Guards everything below; see detail/spin_mutex.hpp.
   std::unique_ptr<HandleTable> table_;
   std::unique_ptr<BlockCache> cache_;  ///< Emptied in const methods too (drain_cache).
   std::vector<std::unique_ptr<Segment>> segments_;

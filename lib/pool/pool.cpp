@@ -116,7 +116,7 @@ Handle Pool::allocate_pinned(std::uint64_t bytes, std::uint64_t alignment) {
 }
 
 Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned,
-                             std::unique_lock<std::mutex>&) {
+                             std::unique_lock<detail::SpinMutex>&) {
   if (bytes == 0) throw invalid_argument("allocation of 0 bytes; an empty DeviceBuffer holds no block");
   if (!is_power_of_two(alignment) || alignment > max_alignment) {
     throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two up to ", max_alignment));
@@ -274,7 +274,7 @@ bool Pool::release(Handle handle, Stream stream) noexcept {
   }
 }
 
-void Pool::free_locked(std::uint32_t slot, std::unique_lock<std::mutex>&) {
+void Pool::free_locked(std::uint32_t slot, std::unique_lock<detail::SpinMutex>&) {
   Slot& entry = (*table_)[slot];
   if (entry.pending_uses != 0) {  // the memory must not be reused before those streams are done
     auto uses_this_slot = [&](const PendingUse& use) { return use.slot == slot; };
@@ -337,7 +337,7 @@ void Pool::unpin(Handle handle, Stream stream) {
   if (--entry.pins == 0 && entry.kind == SlotKind::buffer) {
     --pinned_;
     if (entry.free_when_unpinned) {
-      std::unique_lock<std::mutex> unused;
+      std::unique_lock<detail::SpinMutex> unused;
       free_locked(slot, unused);
     }
   }
