@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The second session's closing GPU run, after scripts/gpu-bench.sh: the GPU test program at full length,
-# compute-sanitizer racecheck and synccheck, and second samples of the allocation, compaction and
+# compute-sanitizer memcheck, racecheck and synccheck, and samples of the allocation, compaction and
 # planning benchmarks. Output goes to $OUT (default out/); pass the commit as $1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,13 +15,16 @@ cmake --build build-gpu -j16 >"$out/build.log" 2>&1 || { grep -E "error|FAILED" 
 {
   echo "== gpu tests, 2000 operations"
   VRAMKIT_GPU_PROPERTY_OPS=2000 ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tail -2
+  echo "== memcheck"
+  VRAMKIT_GPU_PROPERTY_OPS=100 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    ./build-gpu/tests/gpu/vramkit_gpu_tests 2>&1 | tail -3
   for tool in racecheck synccheck; do
     echo "== $tool"
     timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 ./build-gpu/tests/gpu/vramkit_gpu_tests '~*random*' 2>&1 | tail -3
   done
   for sample in 1 2; do
     echo "== allocation, sample $sample"
-    ./build-gpu/bench/vramkit_alloc_bench --json "$out/alloc_$sample.json" 2>&1 | head -16
+    ./build-gpu/bench/vramkit_alloc_bench --json "$out/alloc_$sample.json" 2>&1
   done
   echo "== compaction"
   ./build-gpu/bench/vramkit_compaction_bench --json "$out/compaction.json" 2>&1
