@@ -66,7 +66,7 @@ class Heap {
 
   /// Places a block of at least `bytes` (rounded up to the granularity) at an offset that is a
   /// multiple of `alignment` (a power of two; at least the granularity is used). Returns nullopt
-  /// when no free block can hold it. O(1): first the request's own size class (up to 8 of its
+  /// when no free block can hold it. O(1): first the request's own size class (up to 2 of its
   /// blocks: one of exactly the rounded size, else the smallest that fits), then good fit (the
   /// first non-empty class whose every block fits); when both find nothing it scans the classes
   /// that may still hold a fitting block, so it fails only when nothing fits.

@@ -21,7 +21,7 @@ namespace vramkit {
 namespace {
 
 /// Blocks of the request's own size class that allocate looks at before good fit (see allocate).
-constexpr unsigned own_class_probe = 8;
+constexpr unsigned own_class_probe = 2;
 
 bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
 std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
