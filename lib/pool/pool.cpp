@@ -123,7 +123,7 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
   }
   alignment = std::max(alignment, options_.granularity);
   ++requests_;
-  // Limits are below 2^63 and so is the guard margin: the sum cannot wrap.
+  // guard_bytes is below the capacity; if an absurd `bytes` makes the sum wrap, the first test fails.
   const std::uint64_t block_bytes = align_up(bytes + options_.guard_bytes, options_.granularity);
   if (bytes > largest_block_ || block_bytes > largest_block_) {
     ++failures_;
