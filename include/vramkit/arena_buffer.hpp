@@ -112,10 +112,7 @@ class ArenaImage {
   }
   /// Downloads into tightly packed rows.
   void download(gsl::span<T> packed, Stream stream = nullptr) const {
-    detail::check_packed_pixels(width_, height_, packed.size());
-    std::vector<std::byte> pitched(pitch_bytes_ * height_);
-    pixels_.download(pitched, 0, stream);
-    detail::from_pitched<T>(pitched, packed, width_, height_, pitch_bytes_);
+    detail::download_packed(pixels_, packed, width_, height_, pitch_bytes_, stream);
   }
   std::vector<T> to_vector() const {
     std::vector<T> packed(std::size_t{width_} * height_);

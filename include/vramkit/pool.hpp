@@ -146,7 +146,6 @@ class Pool {
                     const Layout& layout, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
-  std::uint64_t largest_free_locked() const;
   PoolStatistics statistics_locked() const;
   std::uint64_t slot_address(std::uint32_t slot) const;
   void live_layout(Layout& layout) const;

@@ -30,13 +30,6 @@ double PoolStatistics::peak_utilization() const {
   return peak_reserved_bytes == 0 ? 0.0 : static_cast<double>(peak_used_bytes) / static_cast<double>(peak_reserved_bytes);
 }
 
-std::uint64_t Pool::largest_free_locked() const {
-  drain_cache();
-  std::uint64_t largest = 0;
-  for (const auto& segment : segments_) largest = std::max(largest, segment->heap.largest_free_block());
-  return largest;
-}
-
 PoolStatistics Pool::statistics_locked() const {
   drain_cache();  // the heaps then see all free space
   PoolStatistics statistics;
@@ -44,8 +37,8 @@ PoolStatistics Pool::statistics_locked() const {
   statistics.used_bytes = used_;
   statistics.requested_bytes = requested_;
   statistics.free_bytes = reserved_ - used_;
-  statistics.largest_free_block = largest_free_locked();
   for (const auto& segment : segments_) {
+    statistics.largest_free_block = std::max(statistics.largest_free_block, segment->heap.largest_free_block());
     statistics.free_ranges += segment->heap.free_ranges();
     statistics.sum_of_squared_free += segment->heap.statistics().sum_of_squared_free;
   }

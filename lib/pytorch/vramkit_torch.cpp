@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include <vramkit/device.hpp>
+#include <vramkit/memory_map.hpp>
 #include <vramkit/pool.hpp>
 #include <vramkit/statistics.hpp>
 
@@ -119,27 +120,14 @@ DevicePool* existing_pool(int device) {
   return found == device_pools().end() ? nullptr : found->second;
 }
 
+// The pool's statistics in the schema of docs/metrics.md (vramkit::statistics_json), plus the
+// device and what this allocator knows: whether the pool exists, its name, several streams seen.
 nlohmann::json statistics_json(int device, const DevicePool* pool) {
-  nlohmann::json json{{"device", device}, {"initialized", pool != nullptr}};
-  if (pool == nullptr) return json;
-  const vramkit::PoolStatistics statistics = pool->pool->statistics();
+  if (pool == nullptr) return {{"device", device}, {"initialized", false}};
+  nlohmann::json json = nlohmann::json::parse(vramkit::statistics_json(pool->pool->statistics()));
+  json["device"] = device;
+  json["initialized"] = true;
   json["name"] = pool->pool->device().name();
-  json["reserved_bytes"] = statistics.reserved_bytes;
-  json["used_bytes"] = statistics.used_bytes;
-  json["requested_bytes"] = statistics.requested_bytes;
-  json["free_bytes"] = statistics.free_bytes;
-  json["largest_free_block"] = statistics.largest_free_block;
-  json["free_ranges"] = statistics.free_ranges;
-  json["live_allocations"] = statistics.live_allocations;
-  json["pinned_allocations"] = statistics.pinned_allocations;
-  json["segments"] = statistics.segments;
-  json["peak_used_bytes"] = statistics.peak_used_bytes;
-  json["peak_reserved_bytes"] = statistics.peak_reserved_bytes;
-  json["allocation_requests"] = statistics.allocation_requests;
-  json["allocation_failures"] = statistics.allocation_failures;
-  json["fragmentation"] = statistics.fragmentation();
-  json["utilization"] = statistics.utilization();
-  json["peak_utilization"] = statistics.peak_utilization();
   json["several_streams"] = pool->several_streams;
   return json;
 }

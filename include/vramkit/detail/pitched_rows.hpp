@@ -42,4 +42,15 @@ void from_pitched(gsl::span<const std::byte> pitched, gsl::span<T> packed, std::
   }
 }
 
+/// Downloads a pitched image held in `pixels` (a byte buffer with download(span, offset, stream):
+/// a DeviceBuffer or an ArenaBuffer) into tightly packed rows.
+template <class T, class Pixels, class Stream>
+void download_packed(const Pixels& pixels, gsl::span<T> packed, std::uint32_t width, std::uint32_t height,
+                     std::uint64_t pitch_bytes, Stream stream) {
+  check_packed_pixels(width, height, packed.size());
+  std::vector<std::byte> pitched(pitch_bytes * height);
+  pixels.download(pitched, 0, stream);
+  from_pitched<T>(pitched, packed, width, height, pitch_bytes);
+}
+
 }  // namespace vramkit::detail
