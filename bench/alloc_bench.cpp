@@ -70,13 +70,13 @@ std::vector<std::uint64_t> log_uniform_sizes(std::size_t count, std::uint64_t lo
 
 double pool_churn_ns(Pool& pool, const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
                      unsigned seed) {
-  std::mt19937 random(seed);
+  const std::vector<std::uint32_t> victims = vramkit_bench::churn_victims(live, replacements, seed);
   std::vector<Handle> blocks(live);
   std::size_t next = 0;
   for (auto& block : blocks) block = pool.allocate(sizes[next++ % sizes.size()]);
   const auto start = clock_type::now();
   for (std::size_t i = 0; i < replacements; ++i) {
-    const std::size_t victim = random() % live;
+    const std::uint32_t victim = victims[i];
     pool.free(blocks[victim]);
     blocks[victim] = pool.allocate(sizes[next++ % sizes.size()]);
   }

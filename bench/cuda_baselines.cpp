@@ -75,13 +75,13 @@ namespace {
 template <class Allocate, class Free>
 double churn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements, unsigned seed,
              Allocate allocate, Free free) {
-  std::mt19937 random(seed);
+  const std::vector<std::uint32_t> victims = churn_victims(live, replacements, seed);
   std::vector<void*> blocks(live);
   std::size_t next = 0;
   for (auto& block : blocks) block = allocate(sizes[next++ % sizes.size()]);
   const auto start = clock_type::now();
   for (std::size_t i = 0; i < replacements; ++i) {
-    const std::size_t victim = random() % live;
+    const std::uint32_t victim = victims[i];
     free(blocks[victim]);
     blocks[victim] = allocate(sizes[next++ % sizes.size()]);
   }

@@ -2,6 +2,7 @@
 // Baselines measured in the same run as the pool: cudaMalloc/cudaFree and cudaMallocAsync/
 // cudaFreeAsync. The benchmarks' only CUDA runtime calls outside the device layer.
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace vramkit_bench {
@@ -10,8 +11,16 @@ bool cuda_present();
 /// Mean nanoseconds per allocate+free pair of `bytes`, over `pairs` pairs.
 double cuda_malloc_pair_ns(std::uint64_t bytes, int pairs);
 double cuda_malloc_async_pair_ns(std::uint64_t bytes, int pairs);
+/// The blocks a churn run frees, one per replacement, each below `live`: drawn from `seed` before
+/// the clock starts, so that a run times the allocator and not the random number generator.
+inline std::vector<std::uint32_t> churn_victims(std::size_t live, std::size_t replacements, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<std::uint32_t> victims(replacements);
+  for (auto& victim : victims) victim = static_cast<std::uint32_t>(random() % live);
+  return victims;
+}
 /// Mean nanoseconds per replacement: `live` blocks of the given sizes, `replacements` random frees
-/// each followed by an allocation of the next size.
+/// (churn_victims) each followed by an allocation of the next size.
 double cuda_malloc_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
                             unsigned seed);
 double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live,

@@ -128,6 +128,7 @@ class Heap {
     BlockId previous_free = no_block;
     BlockId next_free = no_block;
     std::uint32_t tag = 0;
+    std::uint16_t free_class = 0;  ///< A free block's size class, first * 32 + second (set by insert_free).
     bool free = false;
     bool in_use = false;  ///< The node describes a block (not on the spare-node list).
   };

@@ -73,8 +73,9 @@ inline BlockId Heap::new_node() {
   if (!spare_nodes_.empty()) {
     const BlockId id = spare_nodes_.back();
     spare_nodes_.pop_back();
-    nodes_[id] = Node{};
-    nodes_[id].in_use = true;
+    Node& node = nodes_[id];  // every caller sets the offset, size and physical links
+    node.tag = 0;
+    node.in_use = true;
     return id;
   }
   if (nodes_.size() >= no_block) throw out_of_memory("heap has 2^32 - 1 blocks; no more block ids");
@@ -107,6 +108,7 @@ inline void Heap::insert_free(BlockId id) {
   Node& node = nodes_[id];
   node.free = true;
   const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+  node.free_class = static_cast<std::uint16_t>(size_class.first * second_level_count + size_class.second);
   BlockId& head = free_heads_[size_class.first][size_class.second];
   node.previous_free = no_block;
   node.next_free = head;
@@ -119,7 +121,7 @@ inline void Heap::insert_free(BlockId id) {
 
 inline void Heap::remove_free(BlockId id) {
   Node& node = nodes_[id];
-  const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+  const SizeClass size_class{node.free_class / second_level_count, node.free_class % second_level_count};
   if (node.previous_free != no_block) nodes_[node.previous_free].next_free = node.next_free;
   if (node.next_free != no_block) nodes_[node.next_free].previous_free = node.previous_free;
   BlockId& head = free_heads_[size_class.first][size_class.second];
@@ -143,7 +145,9 @@ inline std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint
 }
 
 // Cuts [offset, offset + bytes) out of free block `id`: the parts before and after stay free.
-HeapAllocation Heap::take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
+// Inlined into allocate: returned through memory, its result was read back as one 16-byte load of
+// two 8-byte stores, which the CPU cannot forward (a stall on every allocation).
+[[gnu::always_inline]] inline HeapAllocation Heap::take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
   // Room for the (up to) two nodes a split creates, before anything changes: new_node() then
   // cannot throw half way through the split.
   if (spare_nodes_.size() < 2) {
