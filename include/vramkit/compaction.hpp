@@ -31,8 +31,13 @@ struct CompactionReport {
   bool goal_met = true;  ///< For a hole: whether one was made.
   std::chrono::duration<double> seconds{0};          ///< End to end.
   std::chrono::duration<double> plan_seconds{0};     ///< Planning the moves (host).
-  std::chrono::duration<double> execute_seconds{0};  ///< Chunking (host, or GPU for a slide), upload, kernel, wait.
-  std::chrono::duration<double> update_seconds{0};   ///< Rewriting slots and rebuilding heaps (host).
+  /// The whole Device::execute_moves call: chunking (host, or GPU for a slide), upload, kernel,
+  /// wait, and the first update of slots and heaps (update_seconds), made during the call: on the
+  /// CUDA device while the kernel moves the bytes, on the others after their synchronous moves.
+  std::chrono::duration<double> execute_seconds{0};
+  /// Rewriting slots and rebuilding heaps (host), inside execute_seconds; plus, only if a move
+  /// failed, putting them back and applying the completed moves after it.
+  std::chrono::duration<double> update_seconds{0};
 };
 
 }  // namespace vramkit

@@ -6,6 +6,7 @@
 // all: addresses without bytes, for trace replay and planning). Everything above is identical.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,8 +80,15 @@ class Device {
   /// `scratch` is storage for a chunk plan that the caller keeps across calls. The default makes
   /// the chunk plan on the host and calls execute(); the CUDA device makes a slide's chunks on the
   /// GPU instead, from the moves alone.
+  ///
+  /// `meanwhile` (may be empty) is called once, on this thread, while the device works: after the
+  /// moves are queued and before the wait for them. A device that moves synchronously (the default)
+  /// calls it after the moves. The pool updates its bookkeeping there, ahead of the result. It is
+  /// not called if queueing fails; it must not throw and must not call this device (whose lock it
+  /// runs under, as the device's buffers are in use).
   virtual ExecutionResult execute_moves(gsl::span<const compactor::Move> moves,
-                                        gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch);
+                                        gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                        const std::function<void()>& meanwhile);
 
   // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
   // (host, virtual): there is never work left to wait for. The CUDA device records events.

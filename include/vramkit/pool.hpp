@@ -144,6 +144,7 @@ class Pool {
   void apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report);
   void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                     const Layout& layout, CompactionReport& report);
+  void restore_bookkeeping(const std::vector<compactor::Move>& moves, const Layout& layout);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;

@@ -14,9 +14,12 @@ const char* to_string(DeviceKind kind) {
 }
 
 ExecutionResult Device::execute_moves(gsl::span<const compactor::Move> moves,
-                                      gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch) {
+                                      gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                      const std::function<void()>& meanwhile) {
   compactor::make_chunk_plan(moves, segment_bases, scratch);
-  return execute(scratch, moves.size());
+  ExecutionResult result = execute(scratch, moves.size());
+  if (meanwhile) meanwhile();
+  return result;
 }
 
 std::shared_ptr<Device> make_device(DeviceChoice choice) {

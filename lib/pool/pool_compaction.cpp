@@ -147,43 +147,99 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 
 // Executes moves and applies the completed ones to slots and heaps. Throws device_error after
 // applying what completed if the device failed part way.
+//
+// The heaps and slots are updated while the device moves the bytes (Device::execute_moves calls
+// back once the moves are queued), as if every move will complete: nobody can look at them before
+// this returns, as the pool's lock is held. If not every move completes, or that update fails, the
+// bookkeeping is put back as it was before the moves and the completed ones are applied to it.
 void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report) {
   if (moves.empty()) return;
   CompactionScratch& scratch = *compaction_scratch_;
-  auto phase_start = std::chrono::steady_clock::now();
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
-  // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
-  const ExecutionResult result = device_->execute_moves(moves, scratch.segment_bases, scratch.chunks);
-  auto phase_end = std::chrono::steady_clock::now();
-  report.execute_seconds += phase_end - phase_start;
-  phase_start = phase_end;
-  for (const PendingUse& use : pending_uses_) {  // execute() waited for them: they are over
+
+  bool updated_ahead = false, update_started = false;
+  CompactionReport ahead;  // counts of the update made ahead of the result
+  std::chrono::duration<double> update_time{0};
+  const auto update_ahead = [&]() noexcept {
+    const auto start = std::chrono::steady_clock::now();
+    update_started = true;
+    try {
+      update_heaps(moves, ExecutionResult{}, layout, ahead);
+      updated_ahead = true;
+    } catch (...) {  // out of host memory: done again below, after the device's result
+    }
+    update_time += std::chrono::steady_clock::now() - start;
+  };
+  const auto phase_start = std::chrono::steady_clock::now();
+  ExecutionResult result;
+  try {
+    // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
+    result = device_->execute_moves(moves, scratch.segment_bases, scratch.chunks, update_ahead);
+  } catch (...) {
+    // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
+    if (update_started) restore_bookkeeping(moves, layout);
+    throw;
+  }
+  report.execute_seconds += std::chrono::steady_clock::now() - phase_start;  // the update ahead included
+  for (const PendingUse& use : pending_uses_) {  // execute_moves waited for them: they are over
     device_->forget(use.token);
     (*table_)[use.slot].pending_uses = 0;
   }
   pending_uses_.clear();
 
-  try {
-    update_heaps(moves, result, layout, report);
-  } catch (...) {
-    // Out of host memory part way: every completed move still gets its slot, so every handle
-    // reaches its bytes, though a heap may no longer match its slots.
-    for (std::size_t index = 0; index < moves.size(); ++index) {
-      if (!completed(result, index)) continue;
-      Slot& entry = (*table_)[moves[index].tag];
-      entry.segment = moves[index].to_segment;
-      entry.offset = moves[index].to_offset;
+  const auto redo_start = std::chrono::steady_clock::now();
+  if (result.complete && updated_ahead) {
+    report.blocks_moved += ahead.blocks_moved;
+    report.bytes_moved += ahead.bytes_moved;
+  } else {
+    if (update_started) restore_bookkeeping(moves, layout);
+    try {
+      update_heaps(moves, result, layout, report);
+    } catch (...) {
+      // Out of host memory part way: every completed move still gets its slot, so every handle
+      // reaches its bytes, though a heap may no longer match its slots.
+      for (std::size_t index = 0; index < moves.size(); ++index) {
+        if (!completed(result, index)) continue;
+        Slot& entry = (*table_)[moves[index].tag];
+        entry.segment = moves[index].to_segment;
+        entry.offset = moves[index].to_offset;
+      }
+      throw;
     }
-    throw;
   }
   blocks_moved_ += report.blocks_moved;
   bytes_moved_ += report.bytes_moved;
-  report.update_seconds += std::chrono::steady_clock::now() - phase_start;
+  report.update_seconds += update_time + (std::chrono::steady_clock::now() - redo_start);  // ahead + after
   if (!result.complete) {
     throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", moves.size(),
                                        " moves: ", result.error, "; every buffer is intact"));
+  }
+}
+
+// Undoes an update made ahead of the device's result: every moved slot back at its source, and
+// every heap a move touches rebuilt from the layout (the blocks as they were before the moves).
+// Slots first, as they cannot fail: if a rebuild runs out of host memory, every handle still
+// reaches its bytes, though a heap may no longer match its slots.
+void Pool::restore_bookkeeping(const std::vector<compactor::Move>& moves, const Layout& layout) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  std::vector<std::uint8_t>& touched = scratch.touched;
+  touched.assign(segments_.size(), 0);
+  scratch.placements.resize(segments_.size());
+  for (const compactor::Move& move : moves) {
+    Slot& entry = (*table_)[move.tag];
+    entry.segment = move.from_segment;
+    entry.offset = move.from_offset;
+    touched[move.from_segment] = touched[move.to_segment] = 1;
+  }
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    if (!touched[index]) continue;
+    auto& list = scratch.placements[index];
+    list.clear();
+    for (const compactor::LiveBlock& block : layout[index]) list.push_back({block.offset, block.bytes, block.tag});
+    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
+    for (std::size_t i = 0; i < list.size(); ++i) (*table_)[list[i].tag].block = ids[i];
   }
 }
 

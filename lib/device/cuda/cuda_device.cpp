@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
@@ -127,38 +128,7 @@ class CudaDevice final : public Device {
 
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
     std::lock_guard lock(mutex_);
-    check(cudaSetDevice(ordinal_), "cudaSetDevice");
-    enqueue_pending_waits();
-    const std::size_t count = plan.chunks.size();
-    if (count == 0) return {};
-    const std::size_t phases = plan.phases();
-    const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
-    const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
-    reserve_staging(chunk_bytes);
-    reserve_scratch(align(chunk_bytes) + flag_bytes);
-    auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
-    std::memcpy(staged, plan.chunks.data(), chunk_bytes);
-    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
-    auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
-    try {
-      check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
-      // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
-      const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
-      for (std::size_t phase = 0; phase < phases; ++phase) {
-        check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase],
-                                              plan.phase_begin[phase + 1], flags + count + phase, flags,
-                                              move_blocks_[static_cast<int>(kernel)], stream_),
-              "move kernel launch");
-      }
-      check(cudaStreamSynchronize(stream_), "move kernel");
-    } catch (...) {
-      // Let whatever was enqueued finish before the pool hands the space out again. Which moves
-      // completed is unknown: a launch failure or a kernel fault here is a sticky CUDA error, after
-      // which the context and every buffer in it are lost anyway.
-      cudaStreamSynchronize(stream_);
-      throw;
-    }
+    run_plan(plan, nullptr);
     return {};
   }
 
@@ -166,22 +136,21 @@ class CudaDevice final : public Device {
   // pass over them on the host; the GPU splits them into chunks and finds each chunk's waits
   // (compactor/slide_math.hpp), then the move kernel runs them. Other moves take the host's plan.
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                                compactor::ChunkPlan& scratch) override {
-    {
-      std::lock_guard lock(mutex_);
-      check(cudaSetDevice(ordinal_), "cudaSetDevice");
-      reserve_staging(moves.size() * sizeof(SlideMove));
-      std::size_t count = 0;
-      std::uint64_t total = 0;
-      if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_),
-                                               static_cast<SlideMove*>(staging_), count, total)) {
-        enqueue_pending_waits();
-        run_slide(count, static_cast<std::uint32_t>(total));
-        return {};
-      }
+                                compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
+    std::lock_guard lock(mutex_);
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    reserve_staging(moves.size() * sizeof(SlideMove));
+    std::size_t count = 0;
+    std::uint64_t total = 0;
+    if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_),
+                                             static_cast<SlideMove*>(staging_), count, total)) {
+      enqueue_pending_waits();
+      run_slide(count, static_cast<std::uint32_t>(total), meanwhile);
+    } else {
+      compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
+      run_plan(scratch, meanwhile);
     }
-    compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
-    return execute(scratch, moves.size());
+    return {};
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -253,10 +222,53 @@ class CudaDevice final : public Device {
     retired_events_.clear();
   }
 
+  // Runs a chunk plan's phases on stream_, calls `meanwhile` (if any) once they are queued, waits.
+  void run_plan(const compactor::ChunkPlan& plan, const std::function<void()>& meanwhile) {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    enqueue_pending_waits();
+    const std::size_t count = plan.chunks.size();
+    if (count == 0) {
+      if (meanwhile) meanwhile();
+      return;
+    }
+    const std::size_t phases = plan.phases();
+    const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
+    const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
+    reserve_staging(chunk_bytes);
+    reserve_scratch(align(chunk_bytes) + flag_bytes);
+    auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
+    std::memcpy(staged, plan.chunks.data(), chunk_bytes);
+    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
+    auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
+    try {
+      check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+      // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
+      const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
+      for (std::size_t phase = 0; phase < phases; ++phase) {
+        check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase],
+                                              plan.phase_begin[phase + 1], flags + count + phase, flags,
+                                              move_blocks_[static_cast<int>(kernel)], stream_),
+              "move kernel launch");
+      }
+      if (meanwhile) meanwhile();
+      check(cudaStreamSynchronize(stream_), "move kernel");
+    } catch (...) {
+      // Let whatever was enqueued finish before the pool hands the space out again. Which moves
+      // completed is unknown: a launch failure or a kernel fault here is a sticky CUDA error, after
+      // which the context and every buffer in it are lost anyway.
+      cudaStreamSynchronize(stream_);
+      throw;
+    }
+  }
+
   // The slide's `count` moves are in the staging buffer: upload them, make their `total` chunks on
   // the device, run them, wait.
-  void run_slide(std::size_t count, std::uint32_t total) {
-    if (total == 0) return;
+  void run_slide(std::size_t count, std::uint32_t total, const std::function<void()>& meanwhile) {
+    if (total == 0) {
+      if (meanwhile) meanwhile();
+      return;
+    }
     const std::size_t move_bytes = count * sizeof(SlideMove);
     const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (std::size_t{total} + 1) * sizeof(unsigned);
@@ -273,9 +285,10 @@ class CudaDevice final : public Device {
       check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, total, flags + total, flags,
                                             move_blocks_[static_cast<int>(kernel_)], stream_),
             "move kernel launch");
+      if (meanwhile) meanwhile();
       check(cudaStreamSynchronize(stream_), "move kernel");
     } catch (...) {
-      cudaStreamSynchronize(stream_);  // as in execute(): let enqueued work finish, then report
+      cudaStreamSynchronize(stream_);  // as in run_plan: let enqueued work finish, then report
       throw;
     }
   }
