@@ -247,3 +247,45 @@ TEST_CASE("bytes_moved adds up the moves' sizes", "[plan]") {
   REQUIRE(bytes_moved(moves) == 256 + 1_MiB + 4_GiB);
   REQUIRE(bytes_moved(std::vector<Move>{}) == 0);
 }
+
+TEST_CASE("FullPlanner fed in parts plans what plan_full plans, and each part runs after the one before",
+          "[plan]") {
+  const std::uint64_t seed = vramkit::test::test_seed(0xF0110002);
+  std::cout << "FullPlanner parts: seed " << seed << "\n";
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 40; ++round) {
+    INFO("seed " << seed << ", round " << round);
+    LayoutOptions options{.capacity = 512_KiB, .fixed_fraction = round % 2 == 0 ? 0.0 : 0.1};
+    if (round % 4 == 3) options.alignments = {256, 1024, 4096};
+    const std::vector<OwnedSegment> before = {random_segment(rng, options)};
+    const SegmentLayout layout = before[0].layout();
+    const std::uint64_t budget = round % 3 == 2 ? rng() % (64_KiB) : UINT64_MAX;
+    const auto whole = plan_full(layout, budget);
+
+    FullPlanner planner(layout.segment, budget);
+    std::vector<Move> moves;
+    std::vector<std::size_t> part_ends;  // moves.size() after each part
+    for (std::size_t next = 0; next < layout.blocks.size();) {
+      const std::size_t count = std::min<std::size_t>(1 + rng() % 12, layout.blocks.size() - next);
+      planner.add(layout.blocks.subspan(next, count), moves);
+      part_ends.push_back(moves.size());
+      next += count;
+    }
+    REQUIRE(moves.size() == whole.size());
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+      REQUIRE(moves[i].tag == whole[i].tag);
+      REQUIRE(moves[i].from_offset == whole[i].from_offset);
+      REQUIRE(moves[i].to_offset == whole[i].to_offset);
+    }
+    REQUIRE(planner.bytes_moved() == bytes_moved(whole));
+    REQUIRE(planner.bytes_moved() <= budget);
+    // Each part alone, after the parts before it: the bytes end where the whole plan puts them.
+    std::vector<OwnedSegment> state = before;
+    std::size_t begin = 0;
+    for (const std::size_t end : part_ends) {
+      if (end == begin) continue;
+      state = execute_and_check(state, std::vector<Move>(moves.begin() + begin, moves.begin() + end), rng());
+      begin = end;
+    }
+  }
+}

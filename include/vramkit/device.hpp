@@ -90,6 +90,20 @@ class Device {
                                         gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                         const std::function<void()>& meanwhile);
 
+  /// Appends the next part of a plan to `moves`; returns whether more parts may follow.
+  using PlanMore = std::function<bool(std::vector<compactor::Move>& moves)>;
+  /// execute_moves for moves planned in parts while the device runs the parts planned before:
+  /// calls plan_more until it returns false. A part may run before the next is planned, and then
+  /// only after the parts before it have completed, so every prefix of the parts must be
+  /// executable alone (the prefixes of a compactor::FullPlanner plan are). Then calls `meanwhile`
+  /// and waits as execute_moves does; the result indexes all of `moves`. The default plans every
+  /// part, then calls execute_moves; the CUDA device queues each part as soon as it is planned.
+  /// If plan_more throws, the parts queued so far are waited for and the exception propagates.
+  virtual ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
+                                                 gsl::span<const std::uint64_t> segment_bases,
+                                                 compactor::ChunkPlan& scratch, const PlanMore& plan_more,
+                                                 const std::function<void()>& meanwhile);
+
   // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
   // (host, virtual): there is never work left to wait for. The CUDA device records events.
 

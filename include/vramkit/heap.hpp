@@ -106,6 +106,7 @@ class Heap {
   std::uint64_t granularity() const { return granularity_; }
   std::uint64_t free_bytes() const { return free_bytes_; }
   std::uint64_t free_ranges() const { return free_ranges_; }
+  std::uint64_t allocated_blocks() const { return allocated_blocks_; }
   /// The largest free block. O(1) when cached; after a change to the top size class it rescans
   /// that one class (its blocks differ in size by at most 1/32).
   std::uint64_t largest_free_block() const;

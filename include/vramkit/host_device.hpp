@@ -46,6 +46,12 @@ class HostDevice final : public Device {
   void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) override;
   std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override;
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override;
+  /// Runs each part as soon as it is planned, before the next is (as the CUDA device may), so
+  /// tests see that every prefix of the parts is executable alone. After a failed part, the rest
+  /// is still planned but not run.
+  ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
+                                         gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                         const PlanMore& plan_more, const std::function<void()>& meanwhile) override;
   DeviceMemoryInfo memory_info() override;
   bool host_addressable() const noexcept override { return true; }
 

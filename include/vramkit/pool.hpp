@@ -20,6 +20,7 @@
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/detail/spin_mutex.hpp>
 #include <vramkit/device.hpp>
+#include <vramkit/heap.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/handle.hpp>
 #include <vramkit/statistics.hpp>
@@ -141,7 +142,9 @@ class Pool {
   CompactionReport compact_locked(const CompactOptions& options);
   /// Live blocks of each segment in address order, as the planner sees them.
   using Layout = std::vector<std::vector<compactor::LiveBlock>>;
-  void apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report);
+  void compact_full(std::uint64_t max_bytes_moved, CompactionReport& report);
+  void apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
+                   const Device::PlanMore* plan_more = nullptr);
   void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                     const Layout& layout, CompactionReport& report);
   void restore_bookkeeping(const std::vector<compactor::Move>& moves, const Layout& layout);
@@ -150,6 +153,8 @@ class Pool {
   PoolStatistics statistics_locked() const;
   std::uint64_t slot_address(std::uint32_t slot) const;
   void live_layout(Layout& layout) const;
+  bool walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
+                        std::vector<compactor::LiveBlock>& blocks) const;
   std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;
   void release_trailing_segments(CompactionReport& report);
   [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;

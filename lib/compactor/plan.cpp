@@ -68,47 +68,49 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 }
 
 void plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved, std::vector<Move>& moves) {
-  struct Gap {
-    std::uint64_t begin = 0;
-    std::uint64_t end = 0;
-  };
-  std::vector<Gap> gaps;
-  if (moves.capacity() - moves.size() < segment.blocks.size())
-    moves.reserve(std::max(moves.size() + segment.blocks.size(), 2 * moves.capacity()));
-  std::uint64_t cursor = 0;  // everything below is placed (or a gap listed above)
-  std::uint64_t budget_used = 0;
-  for (const LiveBlock& block : segment.blocks) {
-    Expects(cursor <= block.offset);
+  FullPlanner planner(segment.segment, max_bytes_moved);
+  planner.add(segment.blocks, moves);
+}
+
+void FullPlanner::add(gsl::span<const LiveBlock> blocks, std::vector<Move>& moves) {
+  if (stopped_) return;
+  if (moves.capacity() - moves.size() < blocks.size())
+    moves.reserve(std::max(moves.size() + blocks.size(), 2 * moves.capacity()));
+  for (const LiveBlock& block : blocks) {
+    Expects(cursor_ <= block.offset);
     if (!block.movable) {
-      if (cursor < block.offset) gaps.push_back({cursor, block.offset});
-      cursor = block.offset + block.bytes;
+      if (cursor_ < block.offset) gaps_.push_back({cursor_, block.offset});
+      cursor_ = block.offset + block.bytes;
       continue;
     }
     const std::uint64_t alignment = alignment_of(block);
-    auto gap = std::find_if(gaps.begin(), gaps.end(), [&](const Gap& candidate) {
+    auto gap = std::find_if(gaps_.begin(), gaps_.end(), [&](const Gap& candidate) {
       return align_up(candidate.begin, alignment) + block.bytes <= candidate.end;
     });
     std::uint64_t destination = 0;
-    if (gap != gaps.end()) {
+    if (gap != gaps_.end()) {
       destination = align_up(gap->begin, alignment);
       gap->begin = destination + block.bytes;
-      if (gap->begin == gap->end) gaps.erase(gap);
+      if (gap->begin == gap->end) gaps_.erase(gap);
     } else {
       // min(): a source that breaks its own alignment stays rather than moving up.
-      destination = std::min(align_up(cursor, alignment), block.offset);
-      cursor = destination + block.bytes;
+      destination = std::min(align_up(cursor_, alignment), block.offset);
+      cursor_ = destination + block.bytes;
     }
     if (destination == block.offset) continue;
-    if (block.bytes > max_bytes_moved - budget_used) break;  // the plan so far is a valid prefix
-    budget_used += block.bytes;
+    if (block.bytes > max_bytes_ - bytes_moved_) {  // the plan so far is a valid prefix
+      stopped_ = true;
+      return;
+    }
+    bytes_moved_ += block.bytes;
     moves.push_back(Move{.tag = block.tag,
-                         .from_segment = segment.segment,
+                         .from_segment = segment_,
                          .from_offset = block.offset,
-                         .to_segment = segment.segment,
+                         .to_segment = segment_,
                          .to_offset = destination,
                          .bytes = block.bytes});
   }
-  Ensures(budget_used <= max_bytes_moved);
+  Ensures(bytes_moved_ <= max_bytes_);
 }
 
 std::optional<std::vector<Move>> plan_evacuation(gsl::span<const SegmentLayout> segments,

@@ -22,6 +22,15 @@ ExecutionResult Device::execute_moves(gsl::span<const compactor::Move> moves,
   return result;
 }
 
+ExecutionResult Device::execute_moves_in_parts(std::vector<compactor::Move>& moves,
+                                               gsl::span<const std::uint64_t> segment_bases,
+                                               compactor::ChunkPlan& scratch, const PlanMore& plan_more,
+                                               const std::function<void()>& meanwhile) {
+  while (plan_more(moves)) {
+  }
+  return execute_moves(moves, segment_bases, scratch, meanwhile);
+}
+
 std::shared_ptr<Device> make_device(DeviceChoice choice) {
   switch (choice) {
     case DeviceChoice::cuda: return make_cuda_device();

@@ -110,6 +110,32 @@ ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_
   return {};
 }
 
+ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>& moves,
+                                                   gsl::span<const std::uint64_t> segment_bases,
+                                                   compactor::ChunkPlan& scratch, const PlanMore& plan_more,
+                                                   const std::function<void()>& meanwhile) {
+  ExecutionResult result;
+  std::size_t planned = 0;  // moves of the parts seen so far
+  for (bool more = true; more;) {
+    more = plan_more(moves);
+    const auto part = gsl::span<const compactor::Move>(moves).subspan(planned);
+    if (!part.empty() && result.complete) {
+      compactor::make_chunk_plan(part, segment_bases, scratch);
+      ExecutionResult ran = execute(scratch, part.size());
+      if (!ran.complete) {
+        result.complete = false;
+        result.error = std::move(ran.error);
+        result.move_completed.assign(planned, 1);
+        result.move_completed.insert(result.move_completed.end(), ran.move_completed.begin(), ran.move_completed.end());
+      }
+    }
+    planned = moves.size();
+  }
+  if (!result.complete) result.move_completed.resize(moves.size(), 0);
+  if (meanwhile) meanwhile();
+  return result;
+}
+
 // A random interleaving of reads and writes that the rules allow: a chunk reads whenever its phase
 // has begun; it writes once every chunk in its wait range has read. Tests run plans this way so a
 // missing dependency shows up as wrong bytes.

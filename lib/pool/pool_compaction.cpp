@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <vramkit/compactor/chunk_plan.hpp>
 #include <vramkit/detail/message.hpp>
@@ -64,16 +65,27 @@ bool merge_placements(const std::vector<compactor::Move>& moves, const Execution
 void Pool::live_layout(Layout& layout) const {
   layout.resize(segments_.size());
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    auto& blocks = layout[index];
-    blocks.clear();
-    blocks.reserve(segments_[index]->heap.statistics().allocated_blocks);
-    segments_[index]->heap.for_each_block([&](const HeapBlock& block) {
-      if (block.free) return;
-      const Slot& entry = (*table_)[block.tag];
-      blocks.push_back({block.offset, block.bytes, entry.alignment,
-                        entry.pins == 0 && entry.kind == SlotKind::buffer, block.tag});
-    });
+    layout[index].clear();
+    layout[index].reserve(segments_[index]->heap.allocated_blocks());
+    BlockId next = segments_[index]->heap.first();
+    walk_live_blocks(index, next, SIZE_MAX, layout[index]);
   }
+}
+
+// Appends up to `limit` live blocks of a segment, from block `next` on in address order; leaves
+// `next` at the block after the last one visited. Returns whether the segment's end was reached.
+bool Pool::walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
+                            std::vector<compactor::LiveBlock>& blocks) const {
+  const Heap& heap = segments_[segment]->heap;
+  for (; next != no_block && limit != 0; next = heap.next(next)) {
+    const HeapBlock block = heap.block(next);
+    if (block.free) continue;
+    const Slot& entry = (*table_)[block.tag];
+    blocks.push_back({block.offset, block.bytes, entry.alignment, entry.pins == 0 && entry.kind == SlotKind::buffer,
+                      block.tag});
+    --limit;
+  }
+  return next == no_block;
 }
 
 std::vector<compactor::SegmentLayout> Pool::layouts(const Layout& blocks) const {
@@ -114,27 +126,20 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   }
   if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
   CompactionScratch& scratch = *compaction_scratch_;
-  live_layout(scratch.layout);
-  const auto segment_layouts = layouts(scratch.layout);
-  const auto planning = std::chrono::steady_clock::now();
-  std::vector<compactor::Move>& moves = scratch.moves;
-  moves.clear();
+  scratch.moves.clear();
   if (options.goal == CompactGoal::full) {
-    std::uint64_t budget = options.max_bytes_moved;
-    for (const auto& layout : segment_layouts) {
-      const std::size_t first = moves.size();
-      compactor::plan_full(layout, budget, moves);
-      budget -= compactor::bytes_moved(gsl::span<const compactor::Move>(moves).subspan(first));
-    }
+    compact_full(options.max_bytes_moved, report);
+    if (options.release_empty_segments) release_trailing_segments(report);
   } else {
+    live_layout(scratch.layout);
+    const auto planning = std::chrono::steady_clock::now();
     const std::uint64_t alignment = std::max(options.hole_alignment, options_.granularity);
-    auto plan = compactor::plan_hole(segment_layouts, options.hole_bytes, alignment, options.max_bytes_moved);
+    auto plan = compactor::plan_hole(layouts(scratch.layout), options.hole_bytes, alignment, options.max_bytes_moved);
     report.goal_met = plan.has_value();
-    if (plan) moves = std::move(plan->moves);
+    if (plan) scratch.moves = std::move(plan->moves);
+    report.plan_seconds += std::chrono::steady_clock::now() - planning;
+    apply_moves(scratch.moves, scratch.layout, report);
   }
-  report.plan_seconds += std::chrono::steady_clock::now() - planning;
-  apply_moves(moves, scratch.layout, report);
-  if (options.goal == CompactGoal::full && options.release_empty_segments) release_trailing_segments(report);
 
   const PoolStatistics after = statistics_locked();
   report.fragmentation_after = after.fragmentation();
@@ -145,6 +150,46 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   return report;
 }
 
+// A full compaction walks the heaps and plans in parts (Device::execute_moves_in_parts): the
+// device starts moving the first part, a sixteenth of the blocks, while the rest is walked and
+// planned. The moves are those of compactor::plan_full on each segment in turn.
+void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  Layout& layout = scratch.layout;
+  layout.resize(segments_.size());
+  std::size_t live_blocks = 0;
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    layout[index].clear();
+    layout[index].reserve(segments_[index]->heap.allocated_blocks());
+    live_blocks += segments_[index]->heap.allocated_blocks();
+  }
+  std::size_t segment = 0;
+  BlockId next = segments_[0]->heap.first();
+  std::optional<compactor::FullPlanner> planner;
+  std::uint64_t budget = max_bytes_moved;
+  std::size_t part_blocks = std::max<std::size_t>(32, live_blocks / 16);
+  const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t walked = 0; segment < segments_.size() && walked < part_blocks;) {
+      if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
+      std::vector<compactor::LiveBlock>& blocks = layout[segment];
+      const std::size_t first = blocks.size();
+      const bool segment_done = walk_live_blocks(segment, next, part_blocks - walked, blocks);
+      walked += blocks.size() - first;
+      planner->add(gsl::span<const compactor::LiveBlock>(blocks).subspan(first), moves);
+      if (segment_done) {
+        budget -= planner->bytes_moved();
+        planner.reset();
+        if (++segment < segments_.size()) next = segments_[segment]->heap.first();
+      }
+    }
+    part_blocks = SIZE_MAX;  // the second part: all the rest
+    report.plan_seconds += std::chrono::steady_clock::now() - start;
+    return segment < segments_.size();
+  };
+  apply_moves(scratch.moves, layout, report, &plan_more);
+}
+
 // Executes moves and applies the completed ones to slots and heaps. Throws device_error after
 // applying what completed if the device failed part way.
 //
@@ -152,8 +197,9 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 // back once the moves are queued), as if every move will complete: nobody can look at them before
 // this returns, as the pool's lock is held. If not every move completes, or that update fails, the
 // bookkeeping is put back as it was before the moves and the completed ones are applied to it.
-void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report) {
-  if (moves.empty()) return;
+void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
+                       const Device::PlanMore* plan_more) {
+  if (moves.empty() && plan_more == nullptr) return;
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
@@ -176,7 +222,9 @@ void Pool::apply_moves(const std::vector<compactor::Move>& moves, const Layout& 
   ExecutionResult result;
   try {
     // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
-    result = device_->execute_moves(moves, scratch.segment_bases, scratch.chunks, update_ahead);
+    result = plan_more != nullptr ? device_->execute_moves_in_parts(moves, scratch.segment_bases, scratch.chunks,
+                                                                    *plan_more, update_ahead)
+                                  : device_->execute_moves(moves, scratch.segment_bases, scratch.chunks, update_ahead);
   } catch (...) {
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
     if (update_started) restore_bookkeeping(moves, layout);
@@ -307,7 +355,7 @@ void Pool::release_trailing_segments(CompactionReport& report) {
     if (segments_[victim]->heap.statistics().allocated_blocks != 0) {
       Layout& blocks = compaction_scratch_->layout;
       live_layout(blocks);
-      const auto plan = compactor::plan_evacuation(layouts(blocks), victim);
+      auto plan = compactor::plan_evacuation(layouts(blocks), victim);
       if (!plan) return;
       apply_moves(*plan, blocks, report);
       if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;

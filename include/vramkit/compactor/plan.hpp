@@ -46,6 +46,32 @@ std::vector<Move> plan_full(const SegmentLayout& segment, std::uint64_t max_byte
 /// The same moves, appended to `moves` (a pool reusing its storage, one segment after another).
 void plan_full(const SegmentLayout& segment, std::uint64_t max_bytes_moved, std::vector<Move>& moves);
 
+/// plan_full in parts: one segment's blocks are given in address order over as many add() calls as
+/// wanted, and the moves are those one plan_full call makes. A pool walks and plans the rest of a
+/// segment while the device moves the part planned first: the moves of a prefix of the blocks are
+/// executable before the rest (they write only below their blocks, into space that was free or
+/// that blocks of the prefix left).
+class FullPlanner {
+ public:
+  FullPlanner(std::uint32_t segment, std::uint64_t max_bytes_moved) : segment_(segment), max_bytes_(max_bytes_moved) {}
+  /// Appends the moves of `blocks`, which follow the blocks of earlier calls. Once the budget has
+  /// stopped the plan, later blocks stay where they are.
+  void add(gsl::span<const LiveBlock> blocks, std::vector<Move>& moves);
+  std::uint64_t bytes_moved() const { return bytes_moved_; }
+
+ private:
+  struct Gap {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+  };
+  std::uint32_t segment_;
+  std::uint64_t max_bytes_;
+  std::uint64_t cursor_ = 0;  ///< Everything below is placed (or a gap listed in gaps_).
+  std::uint64_t bytes_moved_ = 0;
+  bool stopped_ = false;
+  std::vector<Gap> gaps_;  ///< Free space before fixed blocks, in address order.
+};
+
 /// A hole of at least `bytes` at an offset aligned to `alignment`, in any segment, made by moving
 /// as few bytes as the search finds: a window with no fixed block whose blocks move into holes
 /// elsewhere (best fit; a block that fits no hole gets one from a nested, cheaper plan of the same

@@ -128,7 +128,7 @@ class CudaDevice final : public Device {
 
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
     std::lock_guard lock(mutex_);
-    run_plan(plan, nullptr);
+    run_queued([&](Buffers& used) { queue_plan(plan, used); }, nullptr);
     return {};
   }
 
@@ -138,18 +138,34 @@ class CudaDevice final : public Device {
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
                                 compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
     std::lock_guard lock(mutex_);
-    check(cudaSetDevice(ordinal_), "cudaSetDevice");
-    reserve_staging(moves.size() * sizeof(SlideMove));
-    std::size_t count = 0;
-    std::uint64_t total = 0;
-    if (compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_),
-                                             static_cast<SlideMove*>(staging_), count, total)) {
-      enqueue_pending_waits();
-      run_slide(count, static_cast<std::uint32_t>(total), meanwhile);
-    } else {
-      compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
-      run_plan(scratch, meanwhile);
-    }
+    run_queued([&](Buffers& used) { queue_moves(moves, segment_bases, scratch, used); }, meanwhile);
+    return {};
+  }
+
+  // Each part is queued as soon as it is planned, behind the parts before it on stream_ (which
+  // the kernel of a part then waits for), and the next is planned while the GPU moves it. The
+  // first part that is not a slide is queued with all the rest as one chunk plan.
+  ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
+                                         gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                         const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
+    std::lock_guard lock(mutex_);
+    run_queued(
+        [&](Buffers& used) {
+          std::size_t queued = 0;
+          for (bool more = true; more;) {
+            more = plan_more(moves);
+            const auto part = gsl::span<const compactor::Move>(moves).subspan(queued);
+            if (part.empty() || queue_slide(part, segment_bases, used)) {
+              queued = moves.size();
+              continue;
+            }
+            while (more) more = plan_more(moves);
+            compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(queued), segment_bases, scratch,
+                                       cuda_detail::chunk_limit(kernel_));
+            queue_plan(scratch, used);
+          }
+        },
+        meanwhile);
     return {};
   }
 
@@ -222,97 +238,125 @@ class CudaDevice final : public Device {
     retired_events_.clear();
   }
 
-  // Runs a chunk plan's phases on stream_, calls `meanwhile` (if any) once they are queued, waits.
-  void run_plan(const compactor::ChunkPlan& plan, const std::function<void()>& meanwhile) {
-    check(cudaSetDevice(ordinal_), "cudaSetDevice");
-    enqueue_pending_waits();
-    const std::size_t count = plan.chunks.size();
-    if (count == 0) {
-      if (meanwhile) meanwhile();
-      return;
-    }
-    const std::size_t phases = plan.phases();
-    const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
-    const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
-    reserve_staging(chunk_bytes);
-    reserve_scratch(align(chunk_bytes) + flag_bytes);
-    auto* staged = static_cast<cuda_detail::DeviceChunk*>(staging_);
-    std::memcpy(staged, plan.chunks.data(), chunk_bytes);
-    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(scratch_);
-    auto* flags = reinterpret_cast<unsigned*>(static_cast<char*>(scratch_) + align(chunk_bytes));
+  // Where queued work finds its buffers: the parts of one execution are queued before any has run,
+  // so each takes the next free bytes of the staging buffer and of the device scratch.
+  struct Buffers {
+    std::size_t staging = 0;  ///< Bytes of staging_ in use.
+    std::size_t scratch = 0;  ///< Bytes of scratch_ in use.
+  };
+
+  // Enqueues (queue), calls `meanwhile`, waits for stream_. On any failure, lets what was
+  // enqueued finish before reporting: the pool must not hand the space out again while a kernel
+  // may still write it. Which moves completed is then unknown; a launch failure or a kernel fault
+  // is a sticky CUDA error, after which the context and every buffer in it are lost anyway.
+  template <class Queue>
+  void run_queued(Queue&& queue, const std::function<void()>& meanwhile) {
     try {
-      check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
-      // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
-      const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
-      for (std::size_t phase = 0; phase < phases; ++phase) {
-        check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase],
-                                              plan.phase_begin[phase + 1], flags + count + phase, flags,
-                                              move_blocks_[static_cast<int>(kernel)], stream_),
-              "move kernel launch");
-      }
+      check(cudaSetDevice(ordinal_), "cudaSetDevice");
+      enqueue_pending_waits();
+      Buffers used;
+      queue(used);
       if (meanwhile) meanwhile();
       check(cudaStreamSynchronize(stream_), "move kernel");
     } catch (...) {
-      // Let whatever was enqueued finish before the pool hands the space out again. Which moves
-      // completed is unknown: a launch failure or a kernel fault here is a sticky CUDA error, after
-      // which the context and every buffer in it are lost anyway.
       cudaStreamSynchronize(stream_);
       throw;
     }
   }
 
-  // The slide's `count` moves are in the staging buffer: upload them, make their `total` chunks on
-  // the device, run them, wait.
-  void run_slide(std::size_t count, std::uint32_t total, const std::function<void()>& meanwhile) {
-    if (total == 0) {
-      if (meanwhile) meanwhile();
-      return;
+  void queue_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                   compactor::ChunkPlan& scratch, Buffers& used) {
+    if (queue_slide(moves, segment_bases, used)) return;
+    compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
+    queue_plan(scratch, used);
+  }
+
+  // Queues a slide's moves: upload, chunks made on the GPU, the move kernel. False (nothing
+  // queued) if the moves are not a slide.
+  bool queue_slide(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                   Buffers& used) {
+    const Buffers before = used;
+    auto* staged = static_cast<SlideMove*>(take_staging(moves.size() * sizeof(SlideMove), used));
+    std::size_t count = 0;
+    std::uint64_t total = 0;
+    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_), staged, count,
+                                             total)) {
+      used.staging = before.staging;
+      return false;
     }
+    if (total == 0) return true;
     const std::size_t move_bytes = count * sizeof(SlideMove);
     const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (std::size_t{total} + 1) * sizeof(unsigned);
-    reserve_scratch(align(move_bytes) + align(chunk_bytes) + flag_bytes);
-    auto* device_moves = static_cast<SlideMove*>(scratch_);
-    auto* device_chunks = reinterpret_cast<cuda_detail::DeviceChunk*>(static_cast<char*>(scratch_) + align(move_bytes));
+    auto* device_moves = static_cast<SlideMove*>(take_scratch(align(move_bytes) + align(chunk_bytes) + flag_bytes, used));
+    auto* device_chunks = reinterpret_cast<cuda_detail::DeviceChunk*>(reinterpret_cast<char*>(device_moves) + align(move_bytes));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
-    try {
-      check(cudaMemcpyAsync(device_moves, staging_, move_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-      check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
-      check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count), total,
-                                                    cuda_detail::chunk_limit(kernel_), device_chunks, stream_),
-            "chunk kernel launch");
-      check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, total, flags + total, flags,
-                                            move_blocks_[static_cast<int>(kernel_)], stream_),
+    check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+    check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count),
+                                                  static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel_),
+                                                  device_chunks, stream_),
+          "chunk kernel launch");
+    check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total,
+                                          flags, move_blocks_[static_cast<int>(kernel_)], stream_),
+          "move kernel launch");
+    return true;
+  }
+
+  // Queues a chunk plan's phases.
+  void queue_plan(const compactor::ChunkPlan& plan, Buffers& used) {
+    const std::size_t count = plan.chunks.size();
+    if (count == 0) return;
+    const std::size_t phases = plan.phases();
+    const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
+    const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
+    auto* staged = static_cast<cuda_detail::DeviceChunk*>(take_staging(chunk_bytes, used));
+    std::memcpy(staged, plan.chunks.data(), chunk_bytes);
+    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(align(chunk_bytes) + flag_bytes, used));
+    auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
+    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+    // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
+    const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
+    for (std::size_t phase = 0; phase < phases; ++phase) {
+      check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
+                                            flags + count + phase, flags, move_blocks_[static_cast<int>(kernel)],
+                                            stream_),
             "move kernel launch");
-      if (meanwhile) meanwhile();
-      check(cudaStreamSynchronize(stream_), "move kernel");
-    } catch (...) {
-      cudaStreamSynchronize(stream_);  // as in run_plan: let enqueued work finish, then report
-      throw;
     }
   }
 
-  // Grows the pinned staging buffer to hold `bytes` (its contents are then lost).
-  void reserve_staging(std::size_t bytes) {
-    if (bytes > staging_bytes_) {
+  // The next `bytes` of the pinned staging buffer. When they do not fit, waits for what is queued
+  // (whose uploads read the buffer) and takes a buffer twice as large as needed.
+  void* take_staging(std::size_t bytes, Buffers& used) {
+    if (used.staging + bytes > staging_bytes_) {
+      check(cudaStreamSynchronize(stream_), "move kernel");
       cudaFreeHost(staging_);
       staging_ = nullptr;
       staging_bytes_ = 0;
-      check(cudaMallocHost(&staging_, bytes * 2), "cudaMallocHost");
-      staging_bytes_ = bytes * 2;
+      check(cudaMallocHost(&staging_, 2 * (used.staging + bytes)), "cudaMallocHost");
+      staging_bytes_ = 2 * (used.staging + bytes);
+      used.staging = 0;
     }
+    void* taken = static_cast<char*>(staging_) + used.staging;
+    used.staging += align(bytes);
+    return taken;
   }
 
-  // Grows the device scratch (moves, chunk list, flags, tickets) to hold `scratch_needed` bytes.
-  void reserve_scratch(std::size_t scratch_needed) {
-    if (scratch_needed > scratch_bytes_) {
+  // The next `bytes` of the device scratch (moves, chunk lists, flags, tickets), likewise.
+  void* take_scratch(std::size_t bytes, Buffers& used) {
+    if (used.scratch + bytes > scratch_bytes_) {
+      check(cudaStreamSynchronize(stream_), "move kernel");
       cudaFree(scratch_);
       scratch_ = nullptr;
       scratch_bytes_ = 0;
-      check(cudaMalloc(&scratch_, scratch_needed * 2), "cudaMalloc (compaction scratch)");
-      scratch_bytes_ = scratch_needed * 2;
+      check(cudaMalloc(&scratch_, 2 * (used.scratch + bytes)), "cudaMalloc (compaction scratch)");
+      scratch_bytes_ = 2 * (used.scratch + bytes);
+      used.scratch = 0;
     }
+    void* taken = static_cast<char*>(scratch_) + used.scratch;
+    used.scratch += align(bytes);
+    return taken;
   }
 
   int ordinal_;
