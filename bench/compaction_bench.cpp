@@ -157,9 +157,8 @@ int main(int argc, char** argv) {
     std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", layout.name.c_str(),
                 format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs,
                 loop_gbs, batch_gbs, verdict);
-    std::printf("%-42s phases: plan %.3f ms, chunk+device %.3f ms (with the update in it: %.3f ms)\n", "",
-                median.plan_seconds * 1e3,
-                median.execute_seconds * 1e3, median.update_seconds * 1e3);
+    std::printf("%-42s phases: device call %.3f ms, the host's walk+plan %.3f ms and update %.3f ms inside it\n", "",
+                median.execute_seconds * 1e3, median.plan_seconds * 1e3, median.update_seconds * 1e3);
     if (cuda) {
       std::printf("%-42s pool / ceiling %.0f%%, pool / loop %.1fx, pool / batch %.1fx\n", "", 100 * pool_gbs / ceiling_gbs,
                   pool_gbs / loop_gbs, pool_gbs / batch_gbs);

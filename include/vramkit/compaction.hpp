@@ -30,7 +30,9 @@ struct CompactionReport {
   std::uint64_t largest_free_after = 0;
   bool goal_met = true;  ///< For a hole: whether one was made.
   std::chrono::duration<double> seconds{0};          ///< End to end.
-  std::chrono::duration<double> plan_seconds{0};     ///< Planning the moves (host).
+  /// Walking the heaps and planning the moves (host). A full compaction plans in parts inside
+  /// execute_seconds, while the device moves the parts planned before (Pool::compact).
+  std::chrono::duration<double> plan_seconds{0};
   /// The whole Device::execute_moves call: chunking (host, or GPU for a slide), upload, kernel,
   /// wait, and the first update of slots and heaps (update_seconds), made during the call: on the
   /// CUDA device while the kernel moves the bytes, on the others after their synchronous moves.

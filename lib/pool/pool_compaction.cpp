@@ -151,8 +151,12 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 }
 
 // A full compaction walks the heaps and plans in parts (Device::execute_moves_in_parts): the
-// device starts moving the first part, a sixteenth of the blocks, while the rest is walked and
-// planned. The moves are those of compactor::plan_full on each segment in turn.
+// device starts moving the first part, a 32nd of the blocks, while the rest is walked and planned,
+// each part as large as all before it (parts of 1, 1, 2, 4, 8 and 16 32nds). A part takes the GPU longer to move than the
+// host to plan the next whenever a block takes longer to move than to walk and plan (about 30 ns
+// on the H200's host). Fewer parts leave the GPU idle while the host plans; more, each ending in
+// a partly idle wave of the move kernel. The moves are those of compactor::plan_full on each
+// segment in turn.
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
@@ -167,7 +171,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   BlockId next = segments_[0]->heap.first();
   std::optional<compactor::FullPlanner> planner;
   std::uint64_t budget = max_bytes_moved;
-  std::size_t part_blocks = std::max<std::size_t>(32, live_blocks / 16);
+  std::size_t part_blocks = std::max<std::size_t>(32, live_blocks / 32), planned_blocks = 0;
   const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t walked = 0; segment < segments_.size() && walked < part_blocks;) {
@@ -183,7 +187,8 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
         if (++segment < segments_.size()) next = segments_[segment]->heap.first();
       }
     }
-    part_blocks = SIZE_MAX;  // the second part: all the rest
+    planned_blocks += part_blocks;
+    part_blocks = planned_blocks;  // the next part as large as all before it
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     return segment < segments_.size();
   };
