@@ -167,11 +167,13 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     layout[index].reserve(segments_[index]->heap.allocated_blocks());
     live_blocks += segments_[index]->heap.allocated_blocks();
   }
+  scratch.moves.reserve(live_blocks);  // at most one move a block: no part reallocates it
   std::size_t segment = 0;
   BlockId next = segments_[0]->heap.first();
   std::optional<compactor::FullPlanner> planner;
   std::uint64_t budget = max_bytes_moved;
-  std::size_t part_blocks = std::max<std::size_t>(32, live_blocks / 32), planned_blocks = 0;
+  std::size_t part_blocks = options_.plan_in_parts ? std::max<std::size_t>(32, live_blocks / 32) : SIZE_MAX;
+  std::size_t planned_blocks = 0;
   const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t walked = 0; segment < segments_.size() && walked < part_blocks;) {
@@ -188,7 +190,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
       }
     }
     planned_blocks += part_blocks;
-    part_blocks = planned_blocks;  // the next part as large as all before it
+    part_blocks = planned_blocks;  // the next part as large as all before it (SIZE_MAX stays)
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     return segment < segments_.size();
   };
