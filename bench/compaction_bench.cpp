@@ -67,10 +67,10 @@ struct Result {
   bool verified = true;
 };
 
-Result run_pool(const std::shared_ptr<Device>& device, const Layout& layout, bool plan_in_parts) {
+Result run_pool(const std::shared_ptr<Device>& device, const Layout& layout, CompactionParts parts) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < layout.keep.size(); ++i) total += layout.keep[i] + layout.gap[i];
-  Pool pool({.capacity_bytes = total + 4_MiB, .plan_in_parts = plan_in_parts}, device);
+  Pool pool({.capacity_bytes = total + 4_MiB, .compaction_parts = parts}, device);
   std::vector<Handle> kept, gaps;
   for (std::size_t i = 0; i < layout.keep.size(); ++i) {
     gaps.push_back(pool.allocate(layout.gap[i]));
@@ -132,12 +132,15 @@ int main(int argc, char** argv) {
   std::printf("\n%-42s %9s %9s %10s %9s %9s %9s %8s\n", "layout", "moved", "ms", "GB/s", "ceiling", "loop",
               "batch", "verified");
   for (const Layout& layout : layouts) {
-    // Planned in parts while the GPU moves (the default) and planned first, interleaved run by run.
-    std::vector<Result> runs[2];
+    // The pool's default (automatic), then in parts and planned first whatever the block sizes,
+    // interleaved run by run.
+    constexpr CompactionParts modes[] = {CompactionParts::automatic, CompactionParts::always, CompactionParts::never};
+    constexpr const char* mode_names[] = {"", "  the same, always in parts", "  the same, always planned first"};
+    std::vector<Result> runs[3];
     for (int r = 0; r < repeats; ++r)
-      for (int mode = 0; mode < 2; ++mode) runs[mode].push_back(run_pool(device, layout, mode == 0));
+      for (int mode = 0; mode < 3; ++mode) runs[mode].push_back(run_pool(device, layout, modes[mode]));
     double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;
-    for (int mode = 0; mode < 2; ++mode) {
+    for (int mode = 0; mode < 3; ++mode) {
       std::sort(runs[mode].begin(), runs[mode].end(),
                 [](const Result& a, const Result& b) { return a.seconds < b.seconds; });
       const Result& median = runs[mode][runs[mode].size() / 2];
@@ -158,7 +161,7 @@ int main(int argc, char** argv) {
         batch_gbs = 2.0 * destination / vramkit_bench::memcpy_batch_seconds(copies, source, 3) / 1e9;
       }
       const char* verdict = device->kind() == DeviceKind::virtual_memory ? "n/a" : verified ? "yes" : "NO";
-      const std::string name = mode == 0 ? layout.name : "  the same, planned first";
+      const std::string name = mode == 0 ? layout.name : mode_names[mode];
       std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", name.c_str(),
                   format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
                   batch_gbs, verdict);
@@ -169,7 +172,7 @@ int main(int argc, char** argv) {
                     100 * pool_gbs / ceiling_gbs, pool_gbs / loop_gbs, pool_gbs / batch_gbs);
       }
       report["layouts"].push_back({{"layout", layout.name},
-                                   {"plan_in_parts", mode == 0},
+                                   {"compaction_parts", mode == 0 ? "automatic" : mode == 1 ? "always" : "never"},
                                    {"bytes_moved", median.bytes_moved},
                                    {"blocks_moved", median.blocks_moved},
                                    {"seconds", median.seconds},

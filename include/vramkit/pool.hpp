@@ -30,6 +30,10 @@ class BlockCache;
 class HandleTable;
 class Heap;
 
+/// automatic: in parts when the live blocks average at least 64 KiB, where the GPU takes longer to
+/// move a block than the host to plan one (measured on an H200: docs/benchmarks.md).
+enum class CompactionParts { automatic, always, never };
+
 struct PoolOptions {
   std::uint64_t capacity_bytes = 0;      ///< The first segment's size. 0: use capacity_fraction.
   double capacity_fraction = 0;          ///< Of the device's free memory, when capacity_bytes is 0.
@@ -37,9 +41,9 @@ struct PoolOptions {
   std::uint64_t segment_bytes = 0;       ///< Minimum size of a segment added by growth; 0: the first's size.
   std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
   bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
-  /// A full compaction walks the heaps and plans its moves in parts, and the device moves each part
-  /// while the host plans the next (see Pool::compact). false: everything is planned first.
-  bool plan_in_parts = true;
+  /// Whether a full compaction walks the heaps and plans its moves in parts, the device moving each
+  /// part while the host plans the next, or plans everything first (see Pool::compact).
+  CompactionParts compaction_parts = CompactionParts::automatic;
   std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
   /// The first block freed since the last allocation is kept for the next request, which gets it
   /// back if it is of exactly the same size, skipping the heap's merge and split; a request of

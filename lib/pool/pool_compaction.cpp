@@ -13,6 +13,9 @@
 namespace vramkit {
 namespace {
 
+/// Below this mean size of a live block, a full compaction plans everything first (compact_full).
+constexpr std::uint64_t parts_min_mean_bytes = 64 * 1024;
+
 bool completed(const ExecutionResult& result, std::size_t move) {
   return result.complete || result.move_completed[move];
 }
@@ -151,12 +154,16 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 }
 
 // A full compaction walks the heaps and plans in parts (Device::execute_moves_in_parts): the
-// device starts moving the first part, a 32nd of the blocks, while the rest is walked and planned,
-// each part as large as all before it (parts of 1, 1, 2, 4, 8 and 16 32nds). A part takes the GPU longer to move than the
-// host to plan the next whenever a block takes longer to move than to walk and plan (about 30 ns
-// on the H200's host). Fewer parts leave the GPU idle while the host plans; more, each ending in
-// a partly idle wave of the move kernel. The moves are those of compactor::plan_full on each
-// segment in turn.
+// device moves each part while the host walks and plans the next, each part twice as large as
+// all before it (parts of 1, 2, 6 and 18 27ths of the blocks). That keeps the GPU busy when moving
+// a block takes it at least a third as long as walking and planning one takes the host (about
+// 36 ns a block on the H200's host): then the first part is ready after a 27th of the planning,
+// and the update that follows (about as long again) fits in the last part's move. Measured on the
+// H200 (docs/benchmarks.md), parts cost a few microseconds of GPU time each, and when blocks are
+// small (100,000 of 256 B..64 KiB) the whole compaction took longer in parts than planned first,
+// the host being the bottleneck either way; so a pool whose live blocks average under 64 KiB
+// (which the GPU moves in about 30 ns) plans first. The moves are those of compactor::plan_full on
+// each segment in turn.
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
@@ -172,11 +179,15 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   BlockId next = segments_[0]->heap.first();
   std::optional<compactor::FullPlanner> planner;
   std::uint64_t budget = max_bytes_moved;
-  std::size_t part_blocks = options_.plan_in_parts ? std::max<std::size_t>(32, live_blocks / 32) : SIZE_MAX;
+  const bool in_parts = options_.compaction_parts == CompactionParts::always ||
+                        (options_.compaction_parts == CompactionParts::automatic && live_blocks != 0 &&
+                         used_ / live_blocks >= parts_min_mean_bytes);
+  std::size_t part_blocks = in_parts ? std::max<std::size_t>(32, live_blocks / 27) : SIZE_MAX;
   std::size_t planned_blocks = 0;
   const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
     const auto start = std::chrono::steady_clock::now();
-    for (std::size_t walked = 0; segment < segments_.size() && walked < part_blocks;) {
+    std::size_t walked = 0;
+    while (segment < segments_.size() && walked < part_blocks) {
       if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
       std::vector<compactor::LiveBlock>& blocks = layout[segment];
       const std::size_t first = blocks.size();
@@ -189,8 +200,8 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
         if (++segment < segments_.size()) next = segments_[segment]->heap.first();
       }
     }
-    planned_blocks += part_blocks;
-    part_blocks = planned_blocks;  // the next part as large as all before it (SIZE_MAX stays)
+    planned_blocks += walked;
+    if (part_blocks != SIZE_MAX) part_blocks = 2 * planned_blocks;
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     return segment < segments_.size();
   };
