@@ -30,8 +30,9 @@ class BlockCache;
 class HandleTable;
 class Heap;
 
-/// automatic: in parts when the live blocks average at least 64 KiB, where the GPU takes longer to
-/// move a block than the host to plan one (measured on an H200: docs/benchmarks.md).
+/// automatic: in parts when the live blocks average at least 64 KiB; with smaller blocks the host's
+/// planning, not the GPU, decides how long a compaction takes (docs/concepts.md, "Compaction and
+/// streams").
 enum class CompactionParts { automatic, always, never };
 
 struct PoolOptions {
@@ -42,7 +43,7 @@ struct PoolOptions {
   std::uint64_t granularity = 256;       ///< Block sizes and offsets are multiples (power of two, >= 16).
   bool compact_on_failure = true;        ///< Try a minimal compaction before growing or failing.
   /// Whether a full compaction walks the heaps and plans its moves in parts, the device moving each
-  /// part while the host plans the next, or plans everything first (see Pool::compact).
+  /// part while the host plans the next, or plans everything first (docs/concepts.md).
   CompactionParts compaction_parts = CompactionParts::automatic;
   std::uint64_t guard_bytes = 0;         ///< Debug: a margin after every block (see guard margins).
   /// The first block freed since the last allocation is kept for the next request, which gets it

@@ -155,15 +155,14 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 
 // A full compaction walks the heaps and plans in parts (Device::execute_moves_in_parts): the
 // device moves each part while the host walks and plans the next, each part twice as large as
-// all before it (parts of 1, 2, 6 and 18 27ths of the blocks). That keeps the GPU busy when moving
-// a block takes it at least a third as long as walking and planning one takes the host (about
-// 36 ns a block on the H200's host): then the first part is ready after a 27th of the planning,
-// and the update that follows (about as long again) fits in the last part's move. Measured on the
-// H200 (docs/benchmarks.md), parts cost a few microseconds of GPU time each, and when blocks are
-// small (100,000 of 256 B..64 KiB) the whole compaction took longer in parts than planned first,
-// the host being the bottleneck either way; so a pool whose live blocks average under 64 KiB
-// (which the GPU moves in about 30 ns) plans first. The moves are those of compactor::plan_full on
-// each segment in turn.
+// all before it (parts of 1, 2, 6 and 18 27ths of the blocks). That keeps the GPU busy whenever
+// moving a block takes it at least twice as long as walking and planning one takes the host
+// (about 30 ns a block on the H200's host): the first part is ready after a 27th of the planning,
+// and the update that follows (about as long again) fits in the last part's move. Each part costs
+// the GPU a few microseconds (a launch, a wave that ends partly idle). With smaller blocks the
+// host is the bottleneck whatever the order, so the automatic choice plans first below a mean of
+// 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
+// compactor::plan_full on each segment in turn.
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
