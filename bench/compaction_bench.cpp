@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
               "batch", "verified");
   for (const Layout& layout : layouts) {
     // The pool's default (automatic), then in parts and planned first whatever the block sizes,
-    // interleaved run by run, each repeat starting with the next one: on the H200 the first run of
-    // each repeat was slower (8.9 against 7.3 ms on layout (b) for two runs that planned alike).
+    // interleaved run by run, each repeat starting with the next one, so that no way always runs
+    // first (docs/benchmarks.md: two ways that plan alike differed by 20% on layout (b)).
     constexpr CompactionParts modes[] = {CompactionParts::automatic, CompactionParts::always, CompactionParts::never};
     constexpr const char* mode_names[] = {"", "  the same, always in parts", "  the same, always planned first"};
     std::vector<Result> runs[3];
