@@ -155,12 +155,13 @@ class Pool {
                    const Device::PlanMore* plan_more = nullptr);
   void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                     const Layout& layout, CompactionReport& report);
-  void restore_bookkeeping(const std::vector<compactor::Move>& moves, const Layout& layout);
+  void reset_moved_slots(const std::vector<compactor::Move>& moves);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;
   std::uint64_t slot_address(std::uint32_t slot) const;
   void live_layout(Layout& layout) const;
+  std::size_t clear_layout(Layout& layout) const;
   bool walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
                         std::vector<compactor::LiveBlock>& blocks) const;
   std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;

@@ -20,7 +20,8 @@ bool completed(const ExecutionResult& result, std::size_t move) {
   return result.complete || result.move_completed[move];
 }
 
-/// Each touched segment's live blocks at their places after the moves, the fast way: a full
+/// Each segment's live blocks at their places after the completed moves, for every segment that a
+/// move names (touched, completed or not), the fast way: a full
 /// compaction (and plan_hole's slide) lists its moves segment by segment, each in the layout's
 /// address order, and keeps blocks in their segments; then one merge of the layout with the moves
 /// gives every block's place without reading a slot. Returns false, having counted nothing, when
@@ -45,9 +46,9 @@ bool merge_placements(const std::vector<compactor::Move>& moves, const Execution
         // at once rather than after the whole layout.
         if (move.from_offset != block.offset || move.tag != block.tag || move.to_segment != segment)
           return false;
+        touched[segment] = 1;
         if (completed(result, next)) {
           offset = move.to_offset;
-          touched[segment] = 1;
           ++blocks_moved;
           bytes_moved += move.bytes;
         }
@@ -66,13 +67,23 @@ bool merge_placements(const std::vector<compactor::Move>& moves, const Execution
 
 // Live blocks of every segment in address order, as the planner sees them. O(blocks).
 void Pool::live_layout(Layout& layout) const {
-  layout.resize(segments_.size());
+  clear_layout(layout);
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    layout[index].clear();
-    layout[index].reserve(segments_[index]->heap.allocated_blocks());
     BlockId next = segments_[index]->heap.first();
     walk_live_blocks(index, next, SIZE_MAX, layout[index]);
   }
+}
+
+// One empty list a segment, each with room for the segment's live blocks; returns their number.
+std::size_t Pool::clear_layout(Layout& layout) const {
+  layout.resize(segments_.size());
+  std::size_t live_blocks = 0;
+  for (std::size_t index = 0; index < segments_.size(); ++index) {
+    layout[index].clear();
+    layout[index].reserve(segments_[index]->heap.allocated_blocks());
+    live_blocks += segments_[index]->heap.allocated_blocks();
+  }
+  return live_blocks;
 }
 
 // Appends up to `limit` live blocks of a segment, from block `next` on in address order; leaves
@@ -166,13 +177,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
-  layout.resize(segments_.size());
-  std::size_t live_blocks = 0;
-  for (std::size_t index = 0; index < segments_.size(); ++index) {
-    layout[index].clear();
-    layout[index].reserve(segments_[index]->heap.allocated_blocks());
-    live_blocks += segments_[index]->heap.allocated_blocks();
-  }
+  const std::size_t live_blocks = clear_layout(layout);
   scratch.moves.reserve(live_blocks);  // at most one move a block: no part reallocates it
   std::size_t segment = 0;
   BlockId next = segments_[0]->heap.first();
@@ -213,7 +218,8 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
 // The heaps and slots are updated while the device moves the bytes (Device::execute_moves calls
 // back once the moves are queued), as if every move will complete: nobody can look at them before
 // this returns, as the pool's lock is held. If not every move completes, or that update fails, the
-// bookkeeping is put back as it was before the moves and the completed ones are applied to it.
+// moved slots are put back and update_heaps runs again with the result, rebuilding every heap a
+// move names: the completed moves are applied, the rest undone.
 void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
                        const Device::PlanMore* plan_more) {
   if (moves.empty() && plan_more == nullptr) return;
@@ -244,7 +250,14 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
                                   : device_->execute_moves(moves, scratch.segment_bases, scratch.chunks, update_ahead);
   } catch (...) {
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
-    if (update_started) restore_bookkeeping(moves, layout);
+    if (update_started) {
+      reset_moved_slots(moves);
+      ExecutionResult none_completed;
+      none_completed.complete = false;
+      none_completed.move_completed.assign(moves.size(), 0);
+      CompactionReport uncounted;
+      update_heaps(moves, none_completed, layout, uncounted);
+    }
     throw;
   }
   report.execute_seconds += std::chrono::steady_clock::now() - phase_start;  // the update ahead included
@@ -259,7 +272,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     report.blocks_moved += ahead.blocks_moved;
     report.bytes_moved += ahead.bytes_moved;
   } else {
-    if (update_started) restore_bookkeeping(moves, layout);
+    if (update_started) reset_moved_slots(moves);
     try {
       update_heaps(moves, result, layout, report);
     } catch (...) {
@@ -283,34 +296,23 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
   }
 }
 
-// Undoes an update made ahead of the device's result: every moved slot back at its source, and
-// every heap a move touches rebuilt from the layout (the blocks as they were before the moves).
-// Slots first, as they cannot fail: if a rebuild runs out of host memory, every handle still
-// reaches its bytes, though a heap may no longer match its slots.
-void Pool::restore_bookkeeping(const std::vector<compactor::Move>& moves, const Layout& layout) {
-  CompactionScratch& scratch = *compaction_scratch_;
-  std::vector<std::uint8_t>& touched = scratch.touched;
-  touched.assign(segments_.size(), 0);
-  scratch.placements.resize(segments_.size());
+// Puts every moved slot back at its source, before update_heaps undoes an update made ahead of
+// the device's result (apply_moves). Cannot fail: if the update then runs out of host memory,
+// every handle still reaches its bytes, though a heap may no longer match its slots.
+void Pool::reset_moved_slots(const std::vector<compactor::Move>& moves) {
   for (const compactor::Move& move : moves) {
     Slot& entry = (*table_)[move.tag];
     entry.segment = move.from_segment;
     entry.offset = move.from_offset;
-    touched[move.from_segment] = touched[move.to_segment] = 1;
-  }
-  for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (!touched[index]) continue;
-    auto& list = scratch.placements[index];
-    list.clear();
-    for (const compactor::LiveBlock& block : layout[index]) list.push_back({block.offset, block.bytes, block.tag});
-    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
-    for (std::size_t i = 0; i < list.size(); ++i) (*table_)[list[i].tag].block = ids[i];
   }
 }
 
-// Rebuilds each heap that a completed move touched from its live blocks at their new places (its
-// nodes end up in address order, which keeps the next compaction's walks reading memory in order),
-// then writes every slot of those heaps once: place and block id. Counts the completed moves.
+// Rebuilds each heap that a move names from its live blocks at their places after the completed
+// moves (its nodes end up in address order, which keeps the next compaction's walks reading memory
+// in order), then writes every slot of those heaps once: place and block id. Counts the completed
+// moves. A heap is rebuilt even if none of its moves completed: it may hold an update made ahead
+// (apply_moves), which this undoes; the slots of moves that did not complete must then hold their
+// sources again (reset_moved_slots).
 void Pool::update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
@@ -327,12 +329,12 @@ void Pool::update_heaps(const std::vector<compactor::Move>& moves, const Executi
     // The general way: slots first, then each segment's blocks from the layout (a block that
     // moved into a gap before a fixed block leaves the list unsorted), then arrivals.
     for (std::size_t index = 0; index < moves.size(); ++index) {
-      if (!completed(result, index)) continue;
       const auto& move = moves[index];
+      touched[move.from_segment] = touched[move.to_segment] = 1;
+      if (!completed(result, index)) continue;
       Slot& entry = (*table_)[move.tag];
       entry.segment = move.to_segment;
       entry.offset = move.to_offset;
-      touched[move.from_segment] = touched[move.to_segment] = 1;
       ++report.blocks_moved;
       report.bytes_moved += move.bytes;
     }
