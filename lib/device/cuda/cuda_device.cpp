@@ -56,6 +56,7 @@ class CudaDevice final : public Device {
     name_ = detail::message(properties.name, " (CUDA device ", ordinal, ")");
     multiprocessors_ = properties.multiProcessorCount;
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&prep_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     for (const MoveKernel kernel : {MoveKernel::block, MoveKernel::warp}) {
       int per_multiprocessor = 1;
       check(cuda_detail::move_blocks_per_multiprocessor(kernel, &per_multiprocessor),
@@ -72,12 +73,15 @@ class CudaDevice final : public Device {
 
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
+    cudaStreamSynchronize(prep_stream_);
     cudaStreamSynchronize(stream_);
     for (auto& [token, event] : events_) cudaEventDestroy(event);
     for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
     for (cudaEvent_t event : retired_events_) cudaEventDestroy(event);
-    cudaFree(scratch_);
-    cudaFreeHost(staging_);
+    for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
+    free_buffer(scratch_);
+    free_buffer(staging_);
+    cudaStreamDestroy(prep_stream_);
     cudaStreamDestroy(stream_);
   }
 
@@ -143,7 +147,8 @@ class CudaDevice final : public Device {
   }
 
   // Each part is queued as soon as it is planned, behind the parts before it on stream_ (which
-  // the kernel of a part then waits for), and the next is planned while the GPU moves it. The
+  // the kernel of a part then waits for), and the next is planned while the GPU moves it. A part's
+  // upload and chunk derivation run on prep_stream_, beside the move of the part before it. The
   // first part that is not a slide is queued with all the rest as one chunk plan.
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
@@ -239,11 +244,65 @@ class CudaDevice final : public Device {
   }
 
   // Where queued work finds its buffers: the parts of one execution are queued before any has run,
-  // so each takes the next free bytes of the staging buffer and of the device scratch.
+  // so each takes the next free bytes of the staging buffer and of the device scratch, and an
+  // event of its own to mark its preparation done.
   struct Buffers {
     std::size_t staging = 0;  ///< Bytes of staging_ in use.
     std::size_t scratch = 0;  ///< Bytes of scratch_ in use.
+    std::size_t parts = 0;    ///< Entries of prepared_events_ in use.
   };
+
+  // A buffer that grows when a part needs more than is left: pinned host memory (uploads read it)
+  // or device memory (moves, chunk lists, flags).
+  struct GrowingBuffer {
+    bool host = false;
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  static void free_buffer(GrowingBuffer& buffer) noexcept {
+    if (buffer.data != nullptr) buffer.host ? cudaFreeHost(buffer.data) : cudaFree(buffer.data);
+    buffer.data = nullptr;
+    buffer.bytes = 0;
+  }
+
+  // The next `bytes` of `buffer`, from `used` on. When they do not fit, waits for what is queued
+  // (which reads or writes the buffer) and takes a buffer twice as large as needed.
+  void* take(GrowingBuffer& buffer, std::size_t& used, std::size_t bytes) {
+    if (used + bytes > buffer.bytes) {
+      wait_queued();
+      free_buffer(buffer);
+      const std::size_t size = 2 * (used + bytes);
+      check(buffer.host ? cudaMallocHost(&buffer.data, size) : cudaMalloc(&buffer.data, size),
+            buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+      buffer.bytes = size;
+      used = 0;
+    }
+    void* taken = static_cast<char*>(buffer.data) + used;
+    used += align(bytes);
+    return taken;
+  }
+  void* take_staging(std::size_t bytes, Buffers& used) { return take(staging_, used.staging, bytes); }
+  void* take_scratch(std::size_t bytes, Buffers& used) { return take(scratch_, used.scratch, bytes); }
+
+  // Makes stream_ wait until what is queued on prep_stream_ so far has run: a part's move starts
+  // once its upload and chunks are ready, while the part before it may still be moving.
+  void order_after_preparation(Buffers& used) {
+    if (used.parts == prepared_events_.size()) {
+      cudaEvent_t event = nullptr;
+      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+      prepared_events_.push_back(event);
+    }
+    const cudaEvent_t prepared = prepared_events_[used.parts++];
+    check(cudaEventRecord(prepared, prep_stream_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream_, prepared, 0), "cudaStreamWaitEvent");
+  }
+
+  // Both streams idle: every part prepared and moved.
+  void wait_queued() {
+    check(cudaStreamSynchronize(prep_stream_), "compaction upload");
+    check(cudaStreamSynchronize(stream_), "move kernel");
+  }
 
   // Enqueues (queue), calls `meanwhile`, waits for stream_. On any failure, lets what was
   // enqueued finish before reporting: the pool must not hand the space out again while a kernel
@@ -257,8 +316,9 @@ class CudaDevice final : public Device {
       Buffers used;
       queue(used);
       if (meanwhile) meanwhile();
-      check(cudaStreamSynchronize(stream_), "move kernel");
+      wait_queued();
     } catch (...) {
+      cudaStreamSynchronize(prep_stream_);
       cudaStreamSynchronize(stream_);
       throw;
     }
@@ -291,12 +351,13 @@ class CudaDevice final : public Device {
     auto* device_moves = static_cast<SlideMove*>(take_scratch(align(move_bytes) + align(chunk_bytes) + flag_bytes, used));
     auto* device_chunks = reinterpret_cast<cuda_detail::DeviceChunk*>(reinterpret_cast<char*>(device_moves) + align(move_bytes));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
-    check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+    check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, prep_stream_), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, prep_stream_), "cudaMemsetAsync");
     check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count),
                                                   static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel_),
-                                                  device_chunks, stream_),
+                                                  device_chunks, prep_stream_),
           "chunk kernel launch");
+    order_after_preparation(used);
     check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total,
                                           flags, move_blocks_[static_cast<int>(kernel_)], stream_),
           "move kernel launch");
@@ -314,8 +375,9 @@ class CudaDevice final : public Device {
     std::memcpy(staged, plan.chunks.data(), chunk_bytes);
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(align(chunk_bytes) + flag_bytes, used));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
-    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, stream_), "cudaMemsetAsync");
+    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, prep_stream_), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, prep_stream_), "cudaMemsetAsync");
+    order_after_preparation(used);
     // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
     const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
     for (std::size_t phase = 0; phase < phases; ++phase) {
@@ -326,55 +388,22 @@ class CudaDevice final : public Device {
     }
   }
 
-  // The next `bytes` of the pinned staging buffer. When they do not fit, waits for what is queued
-  // (whose uploads read the buffer) and takes a buffer twice as large as needed.
-  void* take_staging(std::size_t bytes, Buffers& used) {
-    if (used.staging + bytes > staging_bytes_) {
-      check(cudaStreamSynchronize(stream_), "move kernel");
-      cudaFreeHost(staging_);
-      staging_ = nullptr;
-      staging_bytes_ = 0;
-      check(cudaMallocHost(&staging_, 2 * (used.staging + bytes)), "cudaMallocHost");
-      staging_bytes_ = 2 * (used.staging + bytes);
-      used.staging = 0;
-    }
-    void* taken = static_cast<char*>(staging_) + used.staging;
-    used.staging += align(bytes);
-    return taken;
-  }
-
-  // The next `bytes` of the device scratch (moves, chunk lists, flags, tickets), likewise.
-  void* take_scratch(std::size_t bytes, Buffers& used) {
-    if (used.scratch + bytes > scratch_bytes_) {
-      check(cudaStreamSynchronize(stream_), "move kernel");
-      cudaFree(scratch_);
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      check(cudaMalloc(&scratch_, 2 * (used.scratch + bytes)), "cudaMalloc (compaction scratch)");
-      scratch_bytes_ = 2 * (used.scratch + bytes);
-      used.scratch = 0;
-    }
-    void* taken = static_cast<char*>(scratch_) + used.scratch;
-    used.scratch += align(bytes);
-    return taken;
-  }
-
   int ordinal_;
   std::string name_;
   int multiprocessors_ = 0;
   MoveKernel kernel_ = MoveKernel::block;  ///< VRAMKIT_MOVE_KERNEL=block|warp chooses it.
   unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;       ///< Moves (and waits for the streams of pinned buffers).
+  cudaStream_t prep_stream_ = nullptr;  ///< Uploads and chunk derivation for the moves.
   std::mutex mutex_;
   std::unordered_map<UseToken, cudaEvent_t> events_;
   std::vector<cudaEvent_t> spare_events_;
   std::vector<cudaEvent_t> pending_waits_;
   std::vector<cudaEvent_t> retired_events_;  ///< Forgotten while a wait on them was pending.
   UseToken last_token_ = 0;
-  void* staging_ = nullptr;
-  std::size_t staging_bytes_ = 0;
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
+  std::vector<cudaEvent_t> prepared_events_;  ///< One a part: its preparation is done (order_after_preparation).
+  GrowingBuffer staging_{.host = true};
+  GrowingBuffer scratch_{.host = false};
 };
 
 }  // namespace
