@@ -19,45 +19,14 @@
 
 #include <vramkit/vramkit.hpp>
 
+#include "compaction_layouts.hpp"
 #include "cuda_baselines.hpp"
 
 using namespace vramkit;
+using vramkit_bench::fill_words;
+using vramkit_bench::Layout;
 
 namespace {
-
-struct Layout {
-  std::string name;
-  std::vector<std::uint64_t> keep;  // sizes of the buffers that stay
-  std::vector<std::uint64_t> gap;   // bytes freed before each kept buffer
-};
-
-std::uint64_t round256(double bytes) { return (static_cast<std::uint64_t>(bytes) + 255) / 256 * 256; }
-
-Layout random_layout(std::string name, std::size_t count, double low, double high, double scale, unsigned seed) {
-  std::mt19937 random(seed);
-  std::uniform_real_distribution<double> exponent(std::log(low), std::log(high));
-  Layout layout{std::move(name), {}, {}};
-  const auto scaled = static_cast<std::size_t>(std::max(1.0, count * scale));
-  for (std::size_t i = 0; i < scaled; ++i) {
-    layout.gap.push_back(round256(std::exp(exponent(random))));  // 50% of the space free between them
-    layout.keep.push_back(round256(std::exp(exponent(random))));
-  }
-  return layout;
-}
-
-Layout sliding_layout(double scale) {
-  Layout layout{"16 x 64 MiB sliding by 1..16 MiB", {}, {}};
-  const std::uint64_t block = std::max<std::uint64_t>(round256(64.0 * (1 << 20) * scale), 4096);
-  for (int i = 0; i < 16; ++i) {
-    layout.gap.push_back(std::max<std::uint64_t>(round256((1 << 20) * scale), 256));
-    layout.keep.push_back(block);
-  }
-  return layout;
-}
-
-void fill_words(std::vector<std::uint64_t>& words, std::uint64_t key) {
-  for (std::size_t i = 0; i < words.size(); ++i) words[i] = (key << 40) ^ (i * 0x9E3779B97F4A7C15ull);
-}
 
 struct Result {
   double seconds = 0;
@@ -124,9 +93,9 @@ int main(int argc, char** argv) {
   const bool cuda = device->kind() == DeviceKind::cuda;
   std::printf("compaction benchmark on %s (scale %.3g, median of %d)\n", device->name().c_str(), scale, repeats);
   const std::vector<Layout> layouts = {
-      random_layout("10,000 buffers 4 KiB..1 MiB, 50% free", 10000, 4096, 1 << 20, scale, 1),
-      random_layout("100,000 buffers 256 B..64 KiB, 50% free", 100000, 256, 64 << 10, scale, 2),
-      sliding_layout(scale)};
+      vramkit_bench::random_layout("10,000 buffers 4 KiB..1 MiB, 50% free", 10000, 4096, 1 << 20, scale, 1),
+      vramkit_bench::random_layout("100,000 buffers 256 B..64 KiB, 50% free", 100000, 256, 64 << 10, scale, 2),
+      vramkit_bench::sliding_layout(scale)};
   nlohmann::json report;
   report["device"] = device->name();
   std::printf("\n%-42s %9s %9s %10s %9s %9s %9s %8s\n", "layout", "moved", "ms", "GB/s", "ceiling", "loop",
