@@ -186,7 +186,8 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   const bool in_parts = options_.compaction_parts == CompactionParts::always ||
                         (options_.compaction_parts == CompactionParts::automatic && live_blocks != 0 &&
                          used_ / live_blocks >= parts_min_mean_bytes);
-  std::size_t part_blocks = in_parts ? std::max<std::size_t>(32, live_blocks / 27) : SIZE_MAX;
+  const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
+  std::size_t part_blocks = in_parts ? first_part : SIZE_MAX;
   std::size_t planned_blocks = 0;
   const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
     const auto start = std::chrono::steady_clock::now();
@@ -205,7 +206,10 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
       }
     }
     planned_blocks += walked;
-    if (part_blocks != SIZE_MAX) part_blocks = 2 * planned_blocks;
+    if (part_blocks != SIZE_MAX) {
+      part_blocks = 2 * planned_blocks;
+      if (live_blocks - std::min(live_blocks, planned_blocks + part_blocks) < first_part) part_blocks = SIZE_MAX;
+    }
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     return segment < segments_.size();
   };

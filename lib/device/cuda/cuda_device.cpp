@@ -61,7 +61,10 @@ class CudaDevice final : public Device {
       int per_multiprocessor = 1;
       check(cuda_detail::move_blocks_per_multiprocessor(kernel, &per_multiprocessor),
             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(std::max(1, per_multiprocessor) * multiprocessors_);
+      // A few multiprocessors keep a block's room free, where the next part's chunk derivation
+      // runs while this part moves (a full grid holds every register until its tail).
+      move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(
+          std::max(1, std::max(1, per_multiprocessor) * multiprocessors_ - std::max(1, multiprocessors_ / 16)));
     }
     if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
       const std::string name = choice;
@@ -148,7 +151,7 @@ class CudaDevice final : public Device {
 
   // Each part is queued as soon as it is planned, behind the parts before it on stream_ (which
   // the kernel of a part then waits for), and the next is planned while the GPU moves it. A part's
-  // upload and chunk derivation run on prep_stream_, beside the move of the part before it. The
+  // upload and chunk derivation run beside the move of the part before it (preparation_stream). The
   // first part that is not a slide is queued with all the rest as one chunk plan.
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
@@ -250,6 +253,7 @@ class CudaDevice final : public Device {
     std::size_t staging = 0;  ///< Bytes of staging_ in use.
     std::size_t scratch = 0;  ///< Bytes of scratch_ in use.
     std::size_t parts = 0;    ///< Entries of prepared_events_ in use.
+    bool moving = false;      ///< A move kernel is queued on stream_.
   };
 
   // A buffer that grows when a part needs more than is left: pinned host memory (uploads read it)
@@ -285,9 +289,15 @@ class CudaDevice final : public Device {
   void* take_staging(std::size_t bytes, Buffers& used) { return take(staging_, used.staging, bytes); }
   void* take_scratch(std::size_t bytes, Buffers& used) { return take(scratch_, used.scratch, bytes); }
 
+  // Where a part's upload and chunk derivation go: prep_stream_ once a move is queued, so that
+  // they run beside it; before that, stream_ itself, two calls (an event record and a wait) fewer
+  // before the first move starts.
+  cudaStream_t preparation_stream(const Buffers& used) const { return used.moving ? prep_stream_ : stream_; }
+
   // Makes stream_ wait until what is queued on prep_stream_ so far has run: a part's move starts
   // once its upload and chunks are ready, while the part before it may still be moving.
-  void order_after_preparation(Buffers& used) {
+  void order_after_preparation(cudaStream_t preparation, Buffers& used) {
+    if (preparation == stream_) return;
     if (used.parts == prepared_events_.size()) {
       cudaEvent_t event = nullptr;
       check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
@@ -351,16 +361,17 @@ class CudaDevice final : public Device {
     auto* device_moves = static_cast<SlideMove*>(take_scratch(align(move_bytes) + align(chunk_bytes) + flag_bytes, used));
     auto* device_chunks = reinterpret_cast<cuda_detail::DeviceChunk*>(reinterpret_cast<char*>(device_moves) + align(move_bytes));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
-    check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, prep_stream_), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, prep_stream_), "cudaMemsetAsync");
+    const cudaStream_t preparation = preparation_stream(used);
+    check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count),
                                                   static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel_),
-                                                  device_chunks, prep_stream_),
+                                                  device_chunks, flags, preparation),
           "chunk kernel launch");
-    order_after_preparation(used);
+    order_after_preparation(preparation, used);
     check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total,
                                           flags, move_blocks_[static_cast<int>(kernel_)], stream_),
           "move kernel launch");
+    used.moving = true;
     return true;
   }
 
@@ -375,9 +386,10 @@ class CudaDevice final : public Device {
     std::memcpy(staged, plan.chunks.data(), chunk_bytes);
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(align(chunk_bytes) + flag_bytes, used));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
-    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, prep_stream_), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, prep_stream_), "cudaMemsetAsync");
-    order_after_preparation(used);
+    const cudaStream_t preparation = preparation_stream(used);
+    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
+    check(cudaMemsetAsync(flags, 0, flag_bytes, preparation), "cudaMemsetAsync");
+    order_after_preparation(preparation, used);
     // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
     const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
     for (std::size_t phase = 0; phase < phases; ++phase) {
@@ -386,6 +398,7 @@ class CudaDevice final : public Device {
                                             stream_),
             "move kernel launch");
     }
+    used.moving = true;
   }
 
   int ordinal_;

@@ -103,10 +103,14 @@ __global__ void __launch_bounds__(warp_kernel_threads) move_chunks_by_warp(const
   }
 }
 
+// Also zeroes what the move kernel counts with: a read flag a chunk and, after them, the ticket.
 __global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restrict__ moves, std::uint32_t count,
-                                    std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* __restrict__ chunks) {
+                                    std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* __restrict__ chunks,
+                                    unsigned* __restrict__ flags) {
   const std::uint32_t ticket = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ticket >= total) return;
+  if (ticket > total) return;
+  flags[ticket] = 0;
+  if (ticket == total) return;
   const auto chunk = compactor::detail::slide_chunk(moves, count, total, chunk_bytes, ticket);
   chunks[ticket] = {chunk.source, chunk.destination, chunk.bytes, chunk.move, chunk.wait_first, chunk.wait_last};
 }
@@ -115,11 +119,10 @@ __global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restri
 
 cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
                                        std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
-                                       cudaStream_t stream) {
+                                       unsigned* flags, cudaStream_t stream) {
   if (total == 0) return cudaSuccess;
   constexpr unsigned threads = 256;
-  derive_slide_chunks<<<(total + threads - 1) / threads, threads, 0, stream>>>(moves, count, total, chunk_bytes,
-                                                                               chunks);
+  derive_slide_chunks<<<total / threads + 1, threads, 0, stream>>>(moves, count, total, chunk_bytes, chunks, flags);
   return cudaGetLastError();
 }
 
