@@ -10,8 +10,10 @@
 //  - the blocks tile [0, capacity) in address order, with no gap and no overlap;
 //  - every offset and size is a multiple of the granularity;
 //  - no two free blocks are neighbours (immediate coalescing);
-//  - a free block is in exactly the free list of its size class, and that class's bits are set;
-//  - free_bytes, free_ranges and the sum of squared free sizes equal what the block list gives.
+//  - a free block is in exactly the free list of its size class, records that class, and that class's
+//    bits are set; the first block of a list, and only it, has no previous block in the list;
+//  - free_bytes, free_ranges and the sum of squared free sizes equal what the block list gives;
+//  - every node describes a block or is on the spare list, never both.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -120,31 +122,32 @@ class Heap {
   static constexpr unsigned second_level_log2 = 5;
   static constexpr unsigned second_level_count = 1u << second_level_log2;
   static constexpr unsigned first_level_count = 64;
+  /// Size classes are numbered first * 32 + second: one index addresses a list and both bitmaps.
+  static constexpr unsigned class_count = first_level_count * second_level_count;
+  static constexpr unsigned no_class = ~0u;
 
   struct Node {
     std::uint64_t offset = 0;
     std::uint64_t bytes = 0;
     BlockId previous_physical = no_block;
     BlockId next_physical = no_block;
-    BlockId previous_free = no_block;
-    BlockId next_free = no_block;
+    BlockId previous_free = no_block;  ///< Free blocks only: no_block at the head of the list.
+    BlockId next_free = no_block;      ///< Free blocks only.
     std::uint32_t tag = 0;
-    std::uint16_t free_class = 0;  ///< A free block's size class, first * 32 + second (set by insert_free).
+    std::uint16_t free_class = 0;  ///< A free block's size class (set by insert_free).
     bool free = false;
-    bool in_use = false;  ///< The node describes a block (not on the spare-node list).
-  };
-  struct SizeClass {
-    unsigned first;
-    unsigned second;
+    bool in_use = false;  ///< The node describes a block (not on the spare list).
   };
 
-  SizeClass class_of(std::uint64_t units) const;
-  std::optional<SizeClass> find_class_at_least(SizeClass start) const;
+  static unsigned class_of(std::uint64_t units);
+  static bool starts_class(std::uint64_t units);
+  static unsigned class_holding(std::uint64_t units);
+  unsigned find_class_at_least(unsigned size_class) const;
   BlockId new_node();
   void release_node(BlockId id);
   void insert_free(BlockId id);
   void remove_free(BlockId id);
-  void account_free(std::uint64_t bytes, int sign);
+  void count_free(std::uint64_t bytes);
   HeapAllocation take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag);
   std::optional<std::uint64_t> fit_offset(const Node& node, std::uint64_t bytes, std::uint64_t alignment) const;
 
@@ -152,11 +155,12 @@ class Heap {
   std::uint64_t granularity_;
   unsigned granularity_log2_;
   std::vector<Node> nodes_;
-  std::vector<BlockId> spare_nodes_;
+  BlockId spare_head_ = no_block;  ///< Nodes describing no block, linked by next_physical.
+  std::size_t spare_count_ = 0;
   BlockId first_ = no_block;
   std::uint64_t first_level_bitmap_ = 0;
   std::uint32_t second_level_bitmap_[first_level_count] = {};
-  BlockId free_heads_[first_level_count][second_level_count];
+  BlockId free_heads_[class_count];
   std::uint64_t free_bytes_ = 0;
   std::uint64_t free_ranges_ = 0;
   std::uint64_t allocated_blocks_ = 0;

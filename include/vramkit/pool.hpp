@@ -139,14 +139,22 @@ class Pool {
     UseToken token;
   };
 
-  Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, std::unique_lock<detail::SpinMutex>& lock);
+  /// What the *_locked functions take to show that the caller holds mutex_.
+  using Lock = std::lock_guard<detail::SpinMutex>;
+
+  Handle allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned, const Lock& lock);
   bool try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
-  bool take_cached(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment);
+  /// Places a slot that try_place could not: compaction on failure, then growth; throws
+  /// out_of_memory (the slot released) when neither makes room.
+  void place_after_failure(std::uint32_t slot, std::uint64_t bytes, std::uint64_t block_bytes,
+                           std::uint64_t alignment);
   /// Frees every cached block in its heap. Logically const: the pool's contents do not change.
   void drain_cache() const;
   bool grow(std::uint64_t block_bytes);
   void add_segment(std::uint64_t bytes);
-  void free_locked(std::uint32_t slot, std::unique_lock<detail::SpinMutex>& lock);
+  void free_locked(std::uint32_t slot, const Lock& lock);
+  /// Waits for, then forgets, the stream uses recorded on a slot being freed.
+  void finish_pending_uses(std::uint32_t slot);
   CompactionReport compact_locked(const CompactOptions& options);
   /// Live blocks of each segment in address order, as the planner sees them.
   using Layout = std::vector<std::vector<compactor::LiveBlock>>;

@@ -2,11 +2,14 @@
 // HandleTable: the indirection that makes buffers movable. Users hold {slot, generation}; the slot
 // says where the buffer is now. Compaction rewrites slots, never handles.
 //
-// Invariants:
+// Invariants (check_invariants() verifies them; the pool's check calls it):
 //  - a live slot has generation != 0 and is on no free list; a free slot is on the free list once;
 //  - a slot's generation changes every time it is released, so every handle to the old buffer is
 //    stale from then on (generations wrap after 2^32 - 1 reuses of one slot, skipping 0);
-//  - pins counts unreleased pins; the compactor never moves a slot with pins != 0.
+//  - pins counts unreleased pins; the compactor never moves a slot with pins != 0;
+//  - a free slot has no block, no pins, no pending uses and is not marked free_when_unpinned:
+//    release() leaves them so, and acquire() then writes only the fields that describe the request
+//    (a live slot with no block is being placed: its offset and segment mean nothing yet).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,14 +44,17 @@ class HandleTable {
 
   std::uint32_t id() const { return id_; }
 
-  /// A fresh live slot; its handle is handle_of(slot). O(1) amortised. Inline: the allocation path.
-  std::uint32_t acquire() {
+  /// A fresh live slot for a request, not yet placed (block no_block); its handle is
+  /// handle_of(slot). O(1) amortised. Inline: the allocation path.
+  std::uint32_t acquire(std::uint64_t bytes, std::uint64_t block_bytes, std::uint64_t alignment,
+                        SlotKind kind) {
     const std::uint32_t slot = free_head_ != no_slot ? free_head_ : append();
     Slot& entry = slots_[slot];
     free_head_ = entry.next_free;  // append() leaves a new slot's next_free at no_slot
-    const std::uint32_t generation = entry.generation;
-    entry = Slot{};
-    entry.generation = generation;
+    entry.bytes = bytes;
+    entry.block_bytes = block_bytes;
+    entry.alignment = alignment;
+    entry.kind = kind;
     entry.live = true;
     ++live_;
     return slot;
@@ -57,6 +63,7 @@ class HandleTable {
   void release(std::uint32_t slot) {
     Slot& entry = slots_[slot];
     entry.live = false;
+    entry.free_when_unpinned = false;
     entry.pins = 0;
     entry.pending_uses = 0;
     entry.block = no_block;
@@ -68,23 +75,27 @@ class HandleTable {
 
   Handle handle_of(std::uint32_t slot) const { return {slot, slots_[slot].generation, id_}; }
 
-  /// The slot of a live handle of this table; throws invalid_handle naming what is wrong.
+  /// The slot of a live handle of this table; throws invalid_handle naming what is wrong. An empty
+  /// handle (generation 0) fails the generation test: no slot's generation is 0.
   std::uint32_t check(Handle handle) const {
-    if (handle.table == id_ && handle.slot < slots_.size() && slots_[handle.slot].generation == handle.generation &&
-        slots_[handle.slot].live && handle.generation != 0) {
+    if (handle.table == id_ && handle.slot < slots_.size() &&
+        slots_[handle.slot].generation == handle.generation && slots_[handle.slot].live) {
       return handle.slot;
     }
     throw_invalid(handle);
   }
   bool valid(Handle handle) const noexcept {
     return handle.table == id_ && handle.slot < slots_.size() && slots_[handle.slot].live &&
-           slots_[handle.slot].generation == handle.generation && handle.generation != 0;
+           slots_[handle.slot].generation == handle.generation;
   }
 
   Slot& operator[](std::uint32_t slot) { return slots_[slot]; }
   const Slot& operator[](std::uint32_t slot) const { return slots_[slot]; }
   std::size_t live_count() const { return live_; }
   std::size_t size() const { return slots_.size(); }
+
+  /// Verifies every invariant listed above; throws std::logic_error naming the first broken one. O(n).
+  void check_invariants() const;
 
  private:
   [[noreturn]] void throw_invalid(Handle handle) const;

@@ -40,40 +40,58 @@ Heap::Heap(std::uint64_t capacity, std::uint64_t granularity)
                                            " must be a positive multiple of the granularity ", granularity));
   }
   granularity_log2_ = static_cast<unsigned>(std::countr_zero(granularity));
-  for (auto& row : free_heads_)
-    for (auto& head : row) head = no_block;
+  for (auto& head : free_heads_) head = no_block;
   const BlockId whole = new_node();
   nodes_[whole].offset = 0;
   nodes_[whole].bytes = capacity;
   first_ = whole;
   insert_free(whole);
+  count_free(capacity);
 }
 
-inline Heap::SizeClass Heap::class_of(std::uint64_t units) const {
-  if (units < second_level_count) return {0, static_cast<unsigned>(units)};
-  const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
-  const unsigned shift = top - second_level_log2;
-  return {top - second_level_log2 + 1, static_cast<unsigned>((units >> shift) & (second_level_count - 1))};
+// The class as one number, first * 32 + second. Below 64 units that is `units` itself (first 0 or
+// 1); above, shift = floor(log2 units) - 5 keeps the top six bits, whose leading one stands for the
+// 32 of first = shift + 1. One bit scan, no branch.
+inline unsigned Heap::class_of(std::uint64_t units) {
+  const unsigned shift = 58u - static_cast<unsigned>(std::countl_zero(units | second_level_count));
+  return (shift << second_level_log2) + static_cast<unsigned>(units >> shift);
 }
 
-// The first non-empty class at or above `start`. Two bit scans.
-inline std::optional<Heap::SizeClass> Heap::find_class_at_least(SizeClass start) const {
-  if (start.first >= first_level_count) return std::nullopt;
+// Whether `units` is the smallest size of its class: no bits set below the top six.
+inline bool Heap::starts_class(std::uint64_t units) {
+  const unsigned shift = 58u - static_cast<unsigned>(std::countl_zero(units | second_level_count));
+  return (units & ((std::uint64_t{1} << shift) - 1)) == 0;
+}
+
+// The first class whose every block holds `units`: its own class, or the next one when `units` is
+// above its class's smallest size (rounding it up to the next class boundary, carried into the
+// next first-level class where it overflows).
+inline unsigned Heap::class_holding(std::uint64_t units) {
+  return class_of(units) + !starts_class(units);
+}
+
+// The first non-empty class at or above `size_class`, or no_class. Two bit scans.
+inline unsigned Heap::find_class_at_least(unsigned size_class) const {
+  const unsigned first = size_class >> second_level_log2;
+  if (first >= first_level_count) return no_class;
   const std::uint32_t second_bits =
-      start.second >= second_level_count ? 0u : second_level_bitmap_[start.first] & (~0u << start.second);
-  if (second_bits != 0) return SizeClass{start.first, static_cast<unsigned>(std::countr_zero(second_bits))};
-  if (start.first + 1 >= first_level_count) return std::nullopt;
-  const std::uint64_t first_bits = first_level_bitmap_ & (~std::uint64_t{0} << (start.first + 1));
-  if (first_bits == 0) return std::nullopt;
-  const unsigned first = static_cast<unsigned>(std::countr_zero(first_bits));
-  return SizeClass{first, static_cast<unsigned>(std::countr_zero(second_level_bitmap_[first]))};
+      second_level_bitmap_[first] & (~0u << (size_class & (second_level_count - 1)));
+  if (second_bits != 0) {
+    return (first << second_level_log2) + static_cast<unsigned>(std::countr_zero(second_bits));
+  }
+  if (first + 1 >= first_level_count) return no_class;
+  const std::uint64_t first_bits = first_level_bitmap_ & (~std::uint64_t{0} << (first + 1));
+  if (first_bits == 0) return no_class;
+  const unsigned next = static_cast<unsigned>(std::countr_zero(first_bits));
+  return (next << second_level_log2) + static_cast<unsigned>(std::countr_zero(second_level_bitmap_[next]));
 }
 
 inline BlockId Heap::new_node() {
-  if (!spare_nodes_.empty()) {
-    const BlockId id = spare_nodes_.back();
-    spare_nodes_.pop_back();
+  if (spare_head_ != no_block) {
+    const BlockId id = spare_head_;
     Node& node = nodes_[id];  // every caller sets the offset, size and physical links
+    spare_head_ = node.next_physical;
+    --spare_count_;
     node.tag = 0;
     node.in_use = true;
     return id;
@@ -84,57 +102,61 @@ inline BlockId Heap::new_node() {
   return static_cast<BlockId>(nodes_.size() - 1);
 }
 
+// The spare list runs through next_physical, which a spare node has no use for: putting a node
+// there needs no memory, so free() cannot fail half way through a merge.
 inline void Heap::release_node(BlockId id) {
-  nodes_[id].in_use = false;
-  spare_nodes_.push_back(id);
+  Node& node = nodes_[id];
+  node.in_use = false;
+  node.next_physical = spare_head_;
+  spare_head_ = id;
+  ++spare_count_;
 }
 
-inline void Heap::account_free(std::uint64_t bytes, int sign) {
-  const uint128 square = static_cast<uint128>(bytes) * bytes;
-  if (sign > 0) {
-    free_bytes_ += bytes;
-    ++free_ranges_;
-    sum_of_squared_free_ += square;
-    if (largest_free_valid_ && bytes > largest_free_cache_) largest_free_cache_ = bytes;
-  } else {
-    free_bytes_ -= bytes;
-    --free_ranges_;
-    sum_of_squared_free_ -= square;
-    if (bytes >= largest_free_cache_) largest_free_valid_ = false;
-  }
+// A new free range in the statistics, for the constructor and rebuild. allocate and free instead
+// apply the net change of all the ranges they take, split and merge, once.
+inline void Heap::count_free(std::uint64_t bytes) {
+  free_bytes_ += bytes;
+  ++free_ranges_;
+  sum_of_squared_free_ += static_cast<uint128>(bytes) * bytes;
+  if (largest_free_valid_ && bytes > largest_free_cache_) largest_free_cache_ = bytes;
 }
 
+// The lists and bitmaps only: the caller updates the statistics.
 inline void Heap::insert_free(BlockId id) {
   Node& node = nodes_[id];
+  const unsigned size_class = class_of(node.bytes >> granularity_log2_);
+  const unsigned first = size_class >> second_level_log2;
   node.free = true;
-  const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
-  node.free_class = static_cast<std::uint16_t>(size_class.first * second_level_count + size_class.second);
-  BlockId& head = free_heads_[size_class.first][size_class.second];
+  node.free_class = static_cast<std::uint16_t>(size_class);
+  BlockId& head = free_heads_[size_class];
   node.previous_free = no_block;
   node.next_free = head;
   if (head != no_block) nodes_[head].previous_free = id;
   head = id;
-  first_level_bitmap_ |= std::uint64_t{1} << size_class.first;
-  second_level_bitmap_[size_class.first] |= 1u << size_class.second;
-  account_free(node.bytes, +1);
+  first_level_bitmap_ |= std::uint64_t{1} << first;
+  second_level_bitmap_[first] |= 1u << (size_class & (second_level_count - 1));
 }
 
+// The lists and bitmaps only: the caller updates the statistics. A block with no previous one is
+// its list's head (insert_free keeps it so), so the head need not be read. The removed block's list
+// links are left as they are: only free blocks' links are ever read.
 inline void Heap::remove_free(BlockId id) {
   Node& node = nodes_[id];
-  const SizeClass size_class{node.free_class / second_level_count, node.free_class % second_level_count};
-  if (node.previous_free != no_block) nodes_[node.previous_free].next_free = node.next_free;
-  if (node.next_free != no_block) nodes_[node.next_free].previous_free = node.previous_free;
-  BlockId& head = free_heads_[size_class.first][size_class.second];
-  if (head == id) {
-    head = node.next_free;
-    if (head == no_block) {
-      second_level_bitmap_[size_class.first] &= ~(1u << size_class.second);
-      if (second_level_bitmap_[size_class.first] == 0) first_level_bitmap_ &= ~(std::uint64_t{1} << size_class.first);
-    }
-  }
+  const BlockId previous = node.previous_free;
+  const BlockId next = node.next_free;
   node.free = false;
-  node.previous_free = node.next_free = no_block;
-  account_free(node.bytes, -1);
+  if (next != no_block) nodes_[next].previous_free = previous;
+  if (previous != no_block) {
+    nodes_[previous].next_free = next;
+    return;
+  }
+  const unsigned size_class = node.free_class;
+  free_heads_[size_class] = next;
+  if (next == no_block) {
+    const unsigned first = size_class >> second_level_log2;
+    second_level_bitmap_[first] &= ~(1u << (size_class & (second_level_count - 1)));
+    if (second_level_bitmap_[first] == 0) first_level_bitmap_ &= ~(std::uint64_t{1} << first);
+  }
 }
 
 inline std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint64_t bytes,
@@ -150,12 +172,15 @@ inline std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint
 [[gnu::always_inline]] inline HeapAllocation Heap::take(BlockId id, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) {
   // Room for the (up to) two nodes a split creates, before anything changes: new_node() then
   // cannot throw half way through the split.
-  if (spare_nodes_.size() < 2) {
+  if (spare_count_ < 2) {
     if (nodes_.size() + 2 > no_block) throw out_of_memory("heap has 2^32 - 1 blocks; no more block ids");
     if (nodes_.capacity() < nodes_.size() + 2) nodes_.reserve(std::max(nodes_.size() + 2, 2 * nodes_.capacity()));
   }
   remove_free(id);
   Node* node = &nodes_[id];
+  const std::uint64_t whole = node->bytes;
+  std::uint64_t parts = 0;  // left free
+  uint128 part_squares = 0;
   if (offset > node->offset) {  // free head part
     const BlockId head = new_node();
     node = &nodes_[id];
@@ -170,20 +195,31 @@ inline std::optional<std::uint64_t> Heap::fit_offset(const Node& node, std::uint
     node->offset = offset;
     node->bytes -= head_node.bytes;
     insert_free(head);
+    ++parts;
+    part_squares += static_cast<uint128>(head_node.bytes) * head_node.bytes;
   }
   if (node->bytes > bytes) {  // free tail part
     const BlockId tail = new_node();
     node = &nodes_[id];
     Node& tail_node = nodes_[tail];
+    const std::uint64_t tail_bytes = node->bytes - bytes;
     tail_node.offset = offset + bytes;
-    tail_node.bytes = node->bytes - bytes;
+    tail_node.bytes = tail_bytes;
     tail_node.previous_physical = id;
     tail_node.next_physical = node->next_physical;
     if (node->next_physical != no_block) nodes_[node->next_physical].previous_physical = tail;
     node->next_physical = tail;
     node->bytes = bytes;
     insert_free(tail);
+    ++parts;
+    part_squares += static_cast<uint128>(tail_bytes) * tail_bytes;
   }
+  // The statistics change once: `bytes` leave the free bytes, the whole block leaves the ranges and
+  // the parts left free join them.
+  free_bytes_ -= bytes;
+  free_ranges_ = free_ranges_ + parts - 1;
+  sum_of_squared_free_ += part_squares - static_cast<uint128>(whole) * whole;
+  if (whole >= largest_free_cache_) largest_free_valid_ = false;  // the parts are smaller
   node->tag = tag;
   ++allocated_blocks_;
   return {id, offset, bytes};
@@ -193,26 +229,23 @@ std::optional<HeapAllocation> Heap::allocate(std::uint64_t bytes, std::uint64_t 
   if (bytes == 0 || bytes > capacity_ || !is_power_of_two(alignment)) return std::nullopt;
   if (alignment < granularity_) alignment = granularity_;
   const std::uint64_t rounded = align_up(bytes, granularity_);
-  // Any block of the class found by rounding the request up to the next class boundary fits.
   const std::uint64_t search = rounded + (alignment - granularity_);
   if (search < rounded) return std::nullopt;
-  std::uint64_t units = search >> granularity_log2_;
-  if (units >= second_level_count) {
-    const unsigned top = 63u - static_cast<unsigned>(std::countl_zero(units));
-    units += (std::uint64_t{1} << (top - second_level_log2)) - 1;
-  }
   // The request's own class first, when good fit skips it (sizes of 32 units and more): a block of
   // exactly the rounded size there, or the smallest fitting one among the first own_class_probe of
   // its list, leaves no remainder or a smaller one than a block of the next class up would.
   // Constant work: at most own_class_probe blocks.
-  const SizeClass own = class_of(rounded >> granularity_log2_);
-  const SizeClass guaranteed = class_of(units);
-  if ((own.first != guaranteed.first || own.second != guaranteed.second) &&
-      (second_level_bitmap_[own.first] >> own.second & 1u) != 0) {
+  const std::uint64_t units = rounded >> granularity_log2_;
+  const unsigned own = class_of(units);
+  // Any block of the class found by rounding the request up to the next class boundary fits.
+  const unsigned guaranteed =
+      search == rounded ? own + !starts_class(units) : class_holding(search >> granularity_log2_);
+  if (own != guaranteed &&
+      (second_level_bitmap_[own >> second_level_log2] >> (own & (second_level_count - 1)) & 1u) != 0) {
     BlockId best = no_block;
     std::uint64_t best_offset = 0;
     unsigned probed = 0;
-    for (BlockId id = free_heads_[own.first][own.second]; id != no_block && probed < own_class_probe;
+    for (BlockId id = free_heads_[own]; id != no_block && probed < own_class_probe;
          id = nodes_[id].next_free, ++probed) {
       const auto offset = fit_offset(nodes_[id], rounded, alignment);
       if (!offset || (best != no_block && nodes_[id].bytes >= nodes_[best].bytes)) continue;
@@ -222,18 +255,17 @@ std::optional<HeapAllocation> Heap::allocate(std::uint64_t bytes, std::uint64_t 
     }
     if (best != no_block) return take(best, best_offset, rounded, tag);
   }
-  const auto found = find_class_at_least(guaranteed);
-  if (found) {
-    const BlockId id = free_heads_[found->first][found->second];
+  const unsigned found = find_class_at_least(guaranteed);
+  if (found != no_class) {
+    const BlockId id = free_heads_[found];
     if (const auto offset = fit_offset(nodes_[id], rounded, alignment)) return take(id, *offset, rounded, tag);
   }
   // Below the class that guarantees a fit, a block may still fit (the request's own class, or with
   // alignment padding smaller than the worst case): scan those classes so that allocate fails only
   // when nothing fits. Only reached when the O(1) search finds nothing.
-  for (auto size_class = find_class_at_least(class_of(rounded >> granularity_log2_)); size_class;
-       size_class = find_class_at_least({size_class->first, size_class->second + 1})) {
-    if (found && size_class->first == found->first && size_class->second == found->second) break;
-    for (BlockId id = free_heads_[size_class->first][size_class->second]; id != no_block; id = nodes_[id].next_free) {
+  for (unsigned size_class = find_class_at_least(own); size_class != no_class && size_class != found;
+       size_class = find_class_at_least(size_class + 1)) {
+    for (BlockId id = free_heads_[size_class]; id != no_block; id = nodes_[id].next_free) {
       if (const auto offset = fit_offset(nodes_[id], rounded, alignment)) return take(id, *offset, rounded, tag);
     }
   }
@@ -258,27 +290,42 @@ void Heap::free(BlockId id) {
   Expects(id < nodes_.size() && nodes_[id].in_use && !nodes_[id].free);
   --allocated_blocks_;
   Node& node = nodes_[id];
+  const std::uint64_t bytes = node.bytes;
+  std::uint64_t absorbed = 0;  // free neighbours
+  uint128 absorbed_squares = 0;
   const BlockId previous = node.previous_physical;
   if (previous != no_block && nodes_[previous].free) {  // absorb the free block before
     remove_free(previous);
-    node.offset = nodes_[previous].offset;
-    node.bytes += nodes_[previous].bytes;
-    node.previous_physical = nodes_[previous].previous_physical;
+    const Node& before = nodes_[previous];
+    ++absorbed;
+    absorbed_squares += static_cast<uint128>(before.bytes) * before.bytes;
+    node.offset = before.offset;
+    node.bytes += before.bytes;
+    node.previous_physical = before.previous_physical;
     if (node.previous_physical != no_block) nodes_[node.previous_physical].next_physical = id;
     else first_ = id;
     release_node(previous);
   }
-  const BlockId next = nodes_[id].next_physical;
+  const BlockId next = node.next_physical;
   if (next != no_block && nodes_[next].free) {  // absorb the free block after
     remove_free(next);
-    Node& merged = nodes_[id];
-    merged.bytes += nodes_[next].bytes;
-    merged.next_physical = nodes_[next].next_physical;
-    if (merged.next_physical != no_block) nodes_[merged.next_physical].previous_physical = id;
+    const Node& after = nodes_[next];
+    ++absorbed;
+    absorbed_squares += static_cast<uint128>(after.bytes) * after.bytes;
+    node.bytes += after.bytes;
+    node.next_physical = after.next_physical;
+    if (node.next_physical != no_block) nodes_[node.next_physical].previous_physical = id;
     release_node(next);
   }
-  nodes_[id].tag = 0;
+  node.tag = 0;
   insert_free(id);
+  // The statistics change once, as in take: the block's bytes join the free bytes, the merged block
+  // replaces the neighbours it absorbed.
+  free_bytes_ += bytes;
+  free_ranges_ = free_ranges_ + 1 - absorbed;
+  sum_of_squared_free_ += static_cast<uint128>(node.bytes) * node.bytes - absorbed_squares;
+  // The merged block is at least as large as any block it absorbed: the cache stays exact.
+  if (largest_free_valid_ && node.bytes > largest_free_cache_) largest_free_cache_ = node.bytes;
 }
 
 std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
@@ -308,9 +355,9 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
     nodes_.swap(storage);
   else
     nodes_.clear();
-  spare_nodes_.clear();
-  for (auto& row : free_heads_)
-    for (auto& head : row) head = no_block;
+  spare_head_ = no_block;
+  spare_count_ = 0;
+  for (auto& head : free_heads_) head = no_block;
   first_level_bitmap_ = 0;
   for (auto& bits : second_level_bitmap_) bits = 0;
   free_bytes_ = free_ranges_ = allocated_blocks_ = 0;
@@ -330,8 +377,12 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
     if (last != no_block) nodes_[last].next_physical = id;
     else first_ = id;
     last = id;
-    if (is_free) insert_free(id);
-    else ++allocated_blocks_;
+    if (is_free) {
+      insert_free(id);
+      count_free(bytes);
+    } else {
+      ++allocated_blocks_;
+    }
     return id;
   };
   cursor = 0;
@@ -355,7 +406,8 @@ std::uint64_t Heap::largest_free_block() const {
   if (first_level_bitmap_ != 0) {
     const unsigned first = 63u - static_cast<unsigned>(std::countl_zero(first_level_bitmap_));
     const unsigned second = 31u - static_cast<unsigned>(std::countl_zero(second_level_bitmap_[first]));
-    for (BlockId id = free_heads_[first][second]; id != no_block; id = nodes_[id].next_free) {
+    for (BlockId id = free_heads_[first * second_level_count + second]; id != no_block;
+         id = nodes_[id].next_free) {
       largest = std::max(largest, nodes_[id].bytes);
     }
   }
@@ -367,13 +419,11 @@ std::uint64_t Heap::largest_free_block() const {
 std::uint64_t Heap::largest_allocatable(std::uint64_t alignment) const {
   if (alignment <= granularity_) return largest_free_block();
   std::uint64_t best = 0;  // alignment padding depends on each block's offset: walk the free lists
-  for (const auto& row : free_heads_) {
-    for (BlockId head : row) {
-      for (BlockId id = head; id != no_block; id = nodes_[id].next_free) {
-        const Node& node = nodes_[id];
-        const std::uint64_t padding = align_up(node.offset, alignment) - node.offset;
-        if (padding < node.bytes) best = std::max(best, node.bytes - padding);
-      }
+  for (BlockId head : free_heads_) {
+    for (BlockId id = head; id != no_block; id = nodes_[id].next_free) {
+      const Node& node = nodes_[id];
+      const std::uint64_t padding = align_up(node.offset, alignment) - node.offset;
+      if (padding < node.bytes) best = std::max(best, node.bytes - padding);
     }
   }
   return best;
@@ -405,10 +455,12 @@ void Heap::check_invariants() const {
     if (node.bytes == 0 || node.bytes % granularity_ != 0) fail(detail::message("block ", id, " size"));
     if (node.free) {
       if (previous_free) fail(detail::message("free neighbours at offset ", node.offset));
-      const SizeClass size_class = class_of(node.bytes >> granularity_log2_);
+      const unsigned size_class = class_of(node.bytes >> granularity_log2_);
+      if (node.free_class != size_class) {
+        fail(detail::message("free block at ", node.offset, " records a wrong size class"));
+      }
       bool listed = false;
-      for (BlockId other = free_heads_[size_class.first][size_class.second]; other != no_block;
-           other = nodes_[other].next_free) {
+      for (BlockId other = free_heads_[size_class]; other != no_block; other = nodes_[other].next_free) {
         listed |= other == id;
       }
       if (!listed) fail(detail::message("free block at ", node.offset, " is not in its size class list"));
@@ -424,18 +476,48 @@ void Heap::check_invariants() const {
     cursor += node.bytes;
   }
   if (cursor != capacity_) fail(detail::message("blocks end at ", cursor, ", capacity is ", capacity_));
+  std::size_t spare = 0;
+  for (BlockId id = spare_head_; id != no_block && spare <= nodes_.size();
+       id = nodes_[id].next_physical, ++spare) {
+    if (nodes_[id].in_use) fail(detail::message("block ", id, " is on the spare list"));
+  }
+  if (spare != spare_count_ || spare + free_ranges + allocated != nodes_.size()) {
+    fail(detail::message(spare, " spare nodes (counted ", spare_count_, ") and ", free_ranges + allocated,
+                         " blocks, but ", nodes_.size(), " nodes"));
+  }
   if (free_bytes != free_bytes_) fail("free_bytes");
   if (free_ranges != free_ranges_) fail("free_ranges");
   if (allocated != allocated_blocks_) fail("allocated_blocks");
   if (squares != sum_of_squared_free_) fail("sum of squared free sizes");
   if (largest != largest_free_block()) fail("largest_free_block");
+  std::uint64_t listed = 0;
   for (unsigned first = 0; first < first_level_count; ++first) {
     const bool row_bit = (first_level_bitmap_ >> first) & 1;
     if (row_bit != (second_level_bitmap_[first] != 0)) fail(detail::message("first-level bit ", first));
     for (unsigned second = 0; second < second_level_count; ++second) {
+      const unsigned size_class = first * second_level_count + second;
       const bool bit = (second_level_bitmap_[first] >> second) & 1;
-      if (bit != (free_heads_[first][second] != no_block)) fail(detail::message("second-level bit ", first, "/", second));
+      if (bit != (free_heads_[size_class] != no_block)) {
+        fail(detail::message("second-level bit ", first, "/", second));
+      }
+      // remove_free finds a list's head by its missing back link, and trusts the recorded class.
+      BlockId before = no_block;
+      for (BlockId id = free_heads_[size_class]; id != no_block && listed <= free_ranges;
+           id = nodes_[id].next_free) {
+        const Node& node = nodes_[id];
+        if (!node.free || node.free_class != size_class || node.previous_free != before) {
+          fail(detail::message("free list ", first, "/", second,
+                               " holds a block that is not free, not of its class "
+                               "or with a wrong back link (block ",
+                               id, ")"));
+        }
+        before = id;
+        ++listed;
+      }
     }
+  }
+  if (listed != free_ranges) {
+    fail(detail::message(listed, " blocks on the free lists, ", free_ranges, " free ranges"));
   }
 }
 

@@ -13,7 +13,8 @@
 // image_pipeline were 0.65% of bytes allocated without a cache, 0.81% keeping up to 16 blocks or
 // the last freed one, and 0.60% keeping the first (docs/replay.md).
 //
-// Invariant: when holding a block, it names an allocated heap block that no live slot names.
+// Invariant: when holding a block (block != no_block), it names an allocated heap block that no
+// live slot names.
 #include <cstdint>
 #include <optional>
 
@@ -31,17 +32,22 @@ struct CachedBlock {
 class BlockCache {
  public:
   /// The cached block if it is of exactly `bytes` at an offset that is a multiple of `alignment`
-  /// (segment bases are aligned to every alignment the pool serves); the cache is then empty.
-  std::optional<CachedBlock> take(std::uint64_t bytes, std::uint64_t alignment) {
-    if (!held_ || held_->bytes != bytes || held_->offset % alignment != 0) return std::nullopt;
-    const CachedBlock found = *held_;
-    held_.reset();
-    return found;
+  /// (a power of two; segment bases are aligned to every alignment the pool serves). Otherwise a
+  /// cached block goes to `release` (which frees it in its heap), so that the heaps place the
+  /// request with all free space in view. Either way the cache is empty afterwards.
+  template <class Release>
+  std::optional<CachedBlock> take(std::uint64_t bytes, std::uint64_t alignment, Release&& release) {
+    if (held_.block == no_block) return std::nullopt;
+    const CachedBlock found = held_;
+    held_.block = no_block;
+    if (found.bytes == bytes && (found.offset & (alignment - 1)) == 0) return found;
+    release(found);
+    return std::nullopt;
   }
 
   /// Keeps `block` if the cache is empty; false (the caller frees it) if it already holds one.
   bool put(const CachedBlock& block) {
-    if (held_) return false;
+    if (held_.block != no_block) return false;
     held_ = block;
     return true;
   }
@@ -49,22 +55,22 @@ class BlockCache {
   /// Empties the cache, handing its block to `release` (which frees it in its heap).
   template <class Release>
   void drain(Release&& release) {
-    if (!held_) return;
-    const CachedBlock block = *held_;
-    held_.reset();
+    if (held_.block == no_block) return;
+    const CachedBlock block = held_;
+    held_.block = no_block;
     release(block);
   }
 
   template <class Visitor>
   void for_each(Visitor&& visit) const {
-    if (held_) visit(*held_);
+    if (held_.block != no_block) visit(held_);
   }
 
-  std::size_t count() const { return held_ ? 1 : 0; }
-  std::uint64_t bytes() const { return held_ ? held_->bytes : 0; }
+  std::size_t count() const { return held_.block != no_block ? 1 : 0; }
+  std::uint64_t bytes() const { return held_.block != no_block ? held_.bytes : 0; }
 
  private:
-  std::optional<CachedBlock> held_;
+  CachedBlock held_;
 };
 
 }  // namespace vramkit

@@ -105,18 +105,12 @@ Pool::~Pool() {
 
 std::uint64_t Pool::largest_possible_block() const { return largest_block_; }
 
-Handle Pool::allocate(std::uint64_t bytes, std::uint64_t alignment) {
-  std::unique_lock lock(mutex_);
-  return allocate_locked(bytes, alignment, false, lock);
-}
-
-Handle Pool::allocate_pinned(std::uint64_t bytes, std::uint64_t alignment) {
-  std::unique_lock lock(mutex_);
-  return allocate_locked(bytes, alignment, true, lock);
-}
-
-Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool pinned,
-                             std::unique_lock<detail::SpinMutex>&) {
+// The allocation path: inlined into allocate and allocate_pinned (a call would save and restore
+// registers twice more on every allocation), with the heap's allocate and free its only calls when
+// the first segment has room. What runs when it has not (compaction, growth, the error) is in
+// place_after_failure.
+[[gnu::always_inline]] inline Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment,
+                                                           bool pinned, const Lock&) {
   if (bytes == 0) throw invalid_argument("allocation of 0 bytes; an empty DeviceBuffer holds no block");
   if (!is_power_of_two(alignment) || alignment > max_alignment) {
     throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two up to ", max_alignment));
@@ -130,18 +124,66 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
     throw out_of_memory(detail::message("requested ", format_bytes(bytes), " (", bytes,
                                         " bytes); the pool's largest possible block is ", format_bytes(largest_block_)));
   }
-  const std::uint32_t slot = table_->acquire();
+  const std::uint32_t slot =
+      table_->acquire(bytes, block_bytes, alignment, pinned ? SlotKind::arena : SlotKind::buffer);
   Slot& entry = (*table_)[slot];
-  entry.bytes = bytes;
-  entry.block_bytes = block_bytes;
-  entry.alignment = alignment;
-  entry.kind = pinned ? SlotKind::arena : SlotKind::buffer;
-  bool placed = take_cached(slot, block_bytes, alignment);
-  if (!placed) {
-    drain_cache();  // the heaps decide with all free space in view
-    placed = try_place(slot, block_bytes, alignment);
+  // The cached block if it is of exactly this size; otherwise it goes back to its heap first, so
+  // that the heaps decide with all free space in view.
+  const auto cached = cache_->take(block_bytes, alignment, [this](const CachedBlock& block) {
+    segments_[block.segment]->heap.free(block.block);
+  });
+  if (cached) {
+    entry.segment = cached->segment;
+    entry.offset = cached->offset;
+    entry.block = cached->block;
+    segments_[cached->segment]->heap.set_tag(cached->block, slot);
+  } else if (!try_place(slot, block_bytes, alignment)) {
+    place_after_failure(slot, bytes, block_bytes, alignment);
   }
-  if (!placed && options_.compact_on_failure && reserved_ - used_ >= block_bytes) {
+  if (options_.guard_bytes != 0) {
+    try {
+      write_guard(slot);
+    } catch (...) {  // a failed fill must not leave a block that no handle names
+      segments_[entry.segment]->heap.free(entry.block);
+      table_->release(slot);
+      ++failures_;
+      throw;
+    }
+  }
+  used_ += block_bytes;
+  requested_ += bytes;
+  peak_used_ = std::max(peak_used_, used_);
+  if (pinned) ++pinned_;
+  return table_->handle_of(slot);
+}
+
+Handle Pool::allocate(std::uint64_t bytes, std::uint64_t alignment) {
+  const Lock lock(mutex_);
+  return allocate_locked(bytes, alignment, false, lock);
+}
+
+Handle Pool::allocate_pinned(std::uint64_t bytes, std::uint64_t alignment) {
+  const Lock lock(mutex_);
+  return allocate_locked(bytes, alignment, true, lock);
+}
+
+inline bool Pool::try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment) {
+  for (std::uint32_t index = 0; index < segments_.size(); ++index) {
+    if (auto placed = segments_[index]->heap.allocate(block_bytes, alignment, slot)) {
+      Slot& entry = (*table_)[slot];
+      entry.segment = index;
+      entry.offset = placed->offset;
+      entry.block = placed->block;
+      return true;
+    }
+  }
+  return false;
+}
+
+void Pool::place_after_failure(std::uint32_t slot, std::uint64_t bytes, std::uint64_t block_bytes,
+                               std::uint64_t alignment) {
+  bool placed = false;
+  if (options_.compact_on_failure && reserved_ - used_ >= block_bytes) {
     try {
       CompactionReport report = compact_locked({.goal = CompactGoal::hole,
                                                 .hole_bytes = block_bytes,
@@ -168,45 +210,6 @@ Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment, bool 
     ++failures_;
     throw_out_of_memory(bytes, alignment);
   }
-  if (options_.guard_bytes != 0) {
-    try {
-      write_guard(slot);
-    } catch (...) {  // a failed fill must not leave a block that no handle names
-      segments_[(*table_)[slot].segment]->heap.free((*table_)[slot].block);
-      table_->release(slot);
-      ++failures_;
-      throw;
-    }
-  }
-  used_ += block_bytes;
-  requested_ += bytes;
-  peak_used_ = std::max(peak_used_, used_);
-  if (pinned) ++pinned_;
-  return table_->handle_of(slot);
-}
-
-bool Pool::try_place(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment) {
-  for (std::uint32_t index = 0; index < segments_.size(); ++index) {
-    if (auto placed = segments_[index]->heap.allocate(block_bytes, alignment, slot)) {
-      Slot& entry = (*table_)[slot];
-      entry.segment = index;
-      entry.offset = placed->offset;
-      entry.block = placed->block;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool Pool::take_cached(std::uint32_t slot, std::uint64_t block_bytes, std::uint64_t alignment) {
-  const auto hit = cache_->take(block_bytes, alignment);
-  if (!hit) return false;
-  Slot& entry = (*table_)[slot];
-  entry.segment = hit->segment;
-  entry.offset = hit->offset;
-  entry.block = hit->block;
-  segments_[hit->segment]->heap.set_tag(hit->block, slot);
-  return true;
 }
 
 void Pool::drain_cache() const {
@@ -240,8 +243,34 @@ void Pool::throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) con
       format_bytes(std::max(options_.max_capacity_bytes, statistics.reserved_bytes))));
 }
 
+// The free path, inlined into free, release and unpin.
+inline void Pool::free_locked(std::uint32_t slot, const Lock&) {
+  Slot& entry = (*table_)[slot];
+  if (entry.pending_uses != 0) finish_pending_uses(slot);  // before the memory can be reused
+  // The first block freed since the last allocation is kept for a request of its size.
+  if (entry.block_bytes > options_.free_cache_bytes ||
+      !cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment})) {
+    segments_[entry.segment]->heap.free(entry.block);
+  }
+  used_ -= entry.block_bytes;
+  requested_ -= entry.bytes;
+  if (entry.pins != 0 || entry.kind == SlotKind::arena) --pinned_;
+  table_->release(slot);
+}
+
+void Pool::finish_pending_uses(std::uint32_t slot) {
+  auto uses_this_slot = [&](const PendingUse& use) { return use.slot == slot; };
+  for (const PendingUse& use : pending_uses_) {  // wait for all first: a failed wait changes nothing
+    if (uses_this_slot(use)) device_->host_wait(use.token);
+  }
+  for (const PendingUse& use : pending_uses_) {
+    if (uses_this_slot(use)) device_->forget(use.token);
+  }
+  std::erase_if(pending_uses_, uses_this_slot);
+}
+
 void Pool::free(Handle handle) {
-  std::unique_lock lock(mutex_);
+  const Lock lock(mutex_);
   const std::uint32_t slot = table_->check(handle);
   const Slot& entry = (*table_)[slot];
   if (entry.pins != 0) {
@@ -254,7 +283,7 @@ void Pool::free(Handle handle) {
 
 bool Pool::release(Handle handle, Stream stream) noexcept {
   try {
-    std::unique_lock lock(mutex_);
+    const Lock lock(mutex_);
     if (!table_->valid(handle)) return false;
     const std::uint32_t slot = handle.slot;
     Slot& entry = (*table_)[slot];
@@ -272,29 +301,6 @@ bool Pool::release(Handle handle, Stream stream) noexcept {
   } catch (...) {
     return false;
   }
-}
-
-void Pool::free_locked(std::uint32_t slot, std::unique_lock<detail::SpinMutex>&) {
-  Slot& entry = (*table_)[slot];
-  if (entry.pending_uses != 0) {  // the memory must not be reused before those streams are done
-    auto uses_this_slot = [&](const PendingUse& use) { return use.slot == slot; };
-    for (const PendingUse& use : pending_uses_) {  // wait for all first: a failed wait changes nothing
-      if (uses_this_slot(use)) device_->host_wait(use.token);
-    }
-    for (const PendingUse& use : pending_uses_) {
-      if (uses_this_slot(use)) device_->forget(use.token);
-    }
-    std::erase_if(pending_uses_, uses_this_slot);
-  }
-  // The first block freed since the last allocation is kept for a request of its size.
-  if (entry.block_bytes > options_.free_cache_bytes ||
-      !cache_->put({entry.block_bytes, entry.offset, entry.block, entry.segment})) {
-    segments_[entry.segment]->heap.free(entry.block);
-  }
-  used_ -= entry.block_bytes;
-  requested_ -= entry.bytes;
-  if (entry.pins != 0 || entry.kind == SlotKind::arena) --pinned_;
-  table_->release(slot);
 }
 
 bool Pool::valid(Handle handle) const noexcept {
@@ -323,7 +329,7 @@ std::uint64_t Pool::pin(Handle handle) {
 }
 
 void Pool::unpin(Handle handle, Stream stream) {
-  std::lock_guard lock(mutex_);
+  const Lock lock(mutex_);
   const std::uint32_t slot = table_->check(handle);
   Slot& entry = (*table_)[slot];
   if (entry.pins == 0) {
@@ -336,10 +342,7 @@ void Pool::unpin(Handle handle, Stream stream) {
   }
   if (--entry.pins == 0 && entry.kind == SlotKind::buffer) {
     --pinned_;
-    if (entry.free_when_unpinned) {
-      std::unique_lock<detail::SpinMutex> unused;
-      free_locked(slot, unused);
-    }
+    if (entry.free_when_unpinned) free_locked(slot, lock);
   }
 }
 

@@ -125,6 +125,7 @@ void Pool::check_invariants() const {
     cached_bytes += block.bytes;
   });
   if (cached_bytes != cache_->bytes()) fail("cached bytes");
+  table_->check_invariants();
   for (auto& ids : cached) std::sort(ids.begin(), ids.end());
   std::size_t cached_found = 0;
   for (std::uint32_t index = 0; index < segments_.size(); ++index) {
