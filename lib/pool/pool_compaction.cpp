@@ -166,13 +166,15 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 
 // A full compaction walks the heaps and plans in parts (Device::execute_moves_in_parts): the
 // device moves each part while the host walks and plans the next, each part twice as large as
-// all before it (parts of 1, 2, 6 and 18 27ths of the blocks). That keeps the GPU busy whenever
-// moving a block takes it at least twice as long as walking and planning one takes the host
-// (about 30 ns a block on the H200's host): the first part is ready after a 27th of the planning,
-// and the update that follows (about as long again) fits in the last part's move. Each part costs
-// the GPU a few microseconds (a launch, a wave that ends partly idle). With smaller blocks the
-// host is the bottleneck whatever the order, so the automatic choice plans first below a mean of
-// 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
+// all before it (parts of 1, 2, 6 and 18 27ths of the blocks; a remainder smaller than the first
+// part joins the last). The first part is ready after a 27th of the planning, and the update that
+// follows (about as long as the planning) fits in the last part's move. The GPU stays busy while
+// the host plans a part in the time the GPU moves the one before it, a third as many blocks: on
+// the H200 the host walks, plans and stages about 45 ns a block against about 95 ns to move one,
+// so the second and third parts arrive 10..50 us late (docs/benchmarks.md, run 23); smaller steps
+// measured no better, each part costing the GPU a launch and a wave that ends partly idle. With
+// smaller blocks the host is the bottleneck whatever the order, so the automatic choice plans
+// first below a mean of 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
 // compactor::plan_full on each segment in turn.
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
