@@ -382,13 +382,15 @@ class CudaDevice final : public Device {
     const std::size_t phases = plan.phases();
     const std::size_t chunk_bytes = count * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (count + phases) * sizeof(unsigned);
-    auto* staged = static_cast<cuda_detail::DeviceChunk*>(take_staging(chunk_bytes, used));
+    // The flags go up zeroed with the chunks: one upload, no memset.
+    const std::size_t upload_bytes = align(chunk_bytes) + flag_bytes;
+    auto* staged = static_cast<char*>(take_staging(upload_bytes, used));
     std::memcpy(staged, plan.chunks.data(), chunk_bytes);
-    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(align(chunk_bytes) + flag_bytes, used));
+    std::memset(staged + align(chunk_bytes), 0, flag_bytes);
+    auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(upload_bytes, used));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
     const cudaStream_t preparation = preparation_stream(used);
-    check(cudaMemcpyAsync(device_chunks, staged, chunk_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
-    check(cudaMemsetAsync(flags, 0, flag_bytes, preparation), "cudaMemsetAsync");
+    check(cudaMemcpyAsync(device_chunks, staged, upload_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     order_after_preparation(preparation, used);
     // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
     const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
