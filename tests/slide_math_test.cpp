@@ -96,3 +96,47 @@ TEST_CASE("moves that are not a slide are refused by make_slide_moves", "[chunk_
   CHECK(total == 2 + 3);
   CHECK(out[1].first_chunk == 2);
 }
+
+TEST_CASE("a slide staged in batches is the slide staged at once", "[chunk_plan][slide]") {
+  const std::uint64_t seed = test_seed(0x57a6e5);
+  std::cout << "slide stager: seed " << seed << "\n";
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 200; ++round) {
+    INFO("round " << round);
+    const std::uint64_t base = 1_MiB;
+    auto ranges = random_slide(rng, 1 + rng() % 60, 100 * 1024);
+    for (CopyRange& range : ranges) range.source += base, range.destination += base;
+    std::vector<Move> moves = as_planner_moves(ranges, base);
+    if (rng() % 4 == 0) moves.insert(moves.begin() + rng() % moves.size(), moves.front());  // one breaks the slide
+    const std::vector<std::uint64_t> bases = {base};
+    std::vector<detail::SlideMove> at_once(moves.size()), in_batches(moves.size());
+    std::size_t count = 0;
+    std::uint64_t total = 0;
+    const bool slide = detail::make_slide_moves(moves, bases, 4096, at_once.data(), count, total);
+
+    detail::SlideStager stager(bases, 4096, in_batches.data());
+    bool staged = true;
+    for (std::size_t begin = 0; begin < moves.size() && staged;) {
+      const std::size_t batch = std::min<std::size_t>(rng() % 5, moves.size() - begin);  // empty batches too
+      staged = stager.add(gsl::span<const Move>(moves).subspan(begin, batch));
+      begin += batch;
+    }
+    REQUIRE(staged == slide);
+    if (!slide) continue;
+    REQUIRE(stager.count() == count);
+    REQUIRE(stager.total_chunks() == total);
+    for (std::size_t i = 0; i < count; ++i) {
+      REQUIRE(in_batches[i].source == at_once[i].source);
+      REQUIRE(in_batches[i].destination == at_once[i].destination);
+      REQUIRE(in_batches[i].bytes == at_once[i].bytes);
+      REQUIRE(in_batches[i].first_chunk == at_once[i].first_chunk);
+      REQUIRE(in_batches[i].move == at_once[i].move);
+    }
+    // restart() begins another slide: the same moves again give the same result.
+    stager.restart(in_batches.data());
+    REQUIRE(stager.add(moves));
+    CHECK(stager.count() == count);
+    CHECK(stager.total_chunks() == total);
+  }
+}
