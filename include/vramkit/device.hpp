@@ -90,22 +90,15 @@ class Device {
                                         gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                         const std::function<void()>& meanwhile);
 
-  /// What one call of a PlanMore appended: a batch of the current part (more of it follows), the
-  /// rest of a part (more parts follow), or the rest of the plan.
-  enum class Planned { batch, part, all };
-  /// Appends the next moves of a plan to `moves`. It may run on a thread of the device's while the
-  /// device reads the moves appended before (the CUDA device stages them as they come): it must
-  /// never let `moves` reallocate (reserve room for the whole plan before the call) nor touch
-  /// anything the caller's thread uses meanwhile.
-  using PlanMore = std::function<Planned(std::vector<compactor::Move>& moves)>;
+  /// Appends the next part of a plan to `moves`; returns whether more parts may follow.
+  using PlanMore = std::function<bool(std::vector<compactor::Move>& moves)>;
   /// execute_moves for moves planned in parts while the device runs the parts planned before:
-  /// calls plan_more until it returns Planned::all. A part may run before the next is planned, and
-  /// then only after the parts before it have completed, so every prefix of the moves must be
+  /// calls plan_more until it returns false. A part may run before the next is planned, and then
+  /// only after the parts before it have completed, so every prefix of the parts must be
   /// executable alone (the prefixes of a compactor::FullPlanner plan are). Then calls `meanwhile`
   /// and waits as execute_moves does; the result indexes all of `moves`. The default plans every
-  /// part, then calls execute_moves; the CUDA device plans on a thread of its own and queues each
-  /// part as soon as it is planned. If plan_more throws, the parts queued so far are waited for and
-  /// the exception propagates.
+  /// part, then calls execute_moves; the CUDA device queues each part as soon as it is planned.
+  /// If plan_more throws, the parts queued so far are waited for and the exception propagates.
   virtual ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,

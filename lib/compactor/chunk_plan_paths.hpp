@@ -28,33 +28,6 @@ bool make_slide_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uin
 bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
                       std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks);
 
-/// make_slide_moves a batch at a time, for moves that arrive in batches (a part of a compaction,
-/// planned on another thread): each add() stages its moves after those added before, as one
-/// slide; the result is what make_slide_moves gives for all of them at once.
-class SlideStager {
- public:
-  SlideStager(gsl::span<const std::uint64_t> segment_bases, std::uint32_t chunk_bytes, SlideMove* out)
-      : segment_bases_(segment_bases), chunk_bytes_(chunk_bytes), out_(out) {}
-  /// Starts another slide, written to `out`.
-  void restart(SlideMove* out);
-  /// Stages the next moves of the slide (room for moves.size() more at the output). Returns false
-  /// when they do not continue a slide; the stager is then spent until restart().
-  bool add(gsl::span<const Move> moves);
-  std::size_t count() const { return count_; }                ///< Moves written.
-  std::uint64_t total_chunks() const { return total_chunks_; }  ///< Their chunks.
-  const SlideMove* moves() const { return out_; }
-
- private:
-  gsl::span<const std::uint64_t> segment_bases_;
-  std::uint32_t chunk_bytes_;
-  SlideMove* out_;
-  std::size_t count_ = 0;
-  std::size_t index_ = 0;  ///< Moves seen, written or not (SlideMove::move).
-  std::uint64_t total_chunks_ = 0;
-  std::uint64_t source_end_ = 0;
-  std::uint64_t destination_end_ = 0;
-};
-
 /// The plan for any moves without a cycle. Cost: O(c log c).
 void make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan);
 

@@ -79,37 +79,28 @@ bool slide_chunks(std::size_t move_count, RangeAt range_at, std::uint32_t chunk_
 
 }  // namespace
 
-void SlideStager::restart(SlideMove* out) {
-  out_ = out;
-  count_ = index_ = 0;
-  total_chunks_ = source_end_ = destination_end_ = 0;
-}
-
-bool SlideStager::add(gsl::span<const Move> moves) {
-  for (const Move& move : moves) {
-    const std::uint64_t source = segment_bases_[move.from_segment] + move.from_offset;
-    const std::uint64_t destination = segment_bases_[move.to_segment] + move.to_offset;
-    const auto index = static_cast<std::uint32_t>(index_++);
+bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks) {
+  count = 0;
+  total_chunks = 0;
+  std::uint64_t source_end = 0;
+  std::uint64_t destination_end = 0;
+  for (std::size_t index = 0; index < moves.size(); ++index) {
+    const Move& move = moves.data()[index];
+    const std::uint64_t source = segment_bases[move.from_segment] + move.from_offset;
+    const std::uint64_t destination = segment_bases[move.to_segment] + move.to_offset;
     if (move.bytes == 0 || source == destination) continue;
-    if (destination > source || source < source_end_ || destination < destination_end_) return false;
-    source_end_ = source + move.bytes;
-    destination_end_ = destination + move.bytes;
-    out_[count_++] = {source, destination, move.bytes, static_cast<std::uint32_t>(total_chunks_), index};
-    total_chunks_ += chunk_count(move.bytes, chunk_bytes_);
-    if (total_chunks_ >= no_wait)
-      throw std::length_error("make_slide_moves: " + std::to_string(total_chunks_) + " chunks; at most " +
+    if (destination > source || source < source_end || destination < destination_end) return false;
+    source_end = source + move.bytes;
+    destination_end = destination + move.bytes;
+    out[count++] = {source, destination, move.bytes, static_cast<std::uint32_t>(total_chunks),
+                    static_cast<std::uint32_t>(index)};
+    total_chunks += chunk_count(move.bytes, chunk_bytes);
+    if (total_chunks >= no_wait)
+      throw std::length_error("make_slide_moves: " + std::to_string(total_chunks) + " chunks; at most " +
                               std::to_string(no_wait - 1) + " fit a plan");
   }
   return true;
-}
-
-bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks) {
-  SlideStager stager(segment_bases, chunk_bytes, out);
-  const bool slide = stager.add(moves);
-  count = stager.count();
-  total_chunks = stager.total_chunks();
-  return slide;
 }
 
 bool make_slide_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan) {

@@ -26,7 +26,7 @@ ExecutionResult Device::execute_moves_in_parts(std::vector<compactor::Move>& mov
                                                gsl::span<const std::uint64_t> segment_bases,
                                                compactor::ChunkPlan& scratch, const PlanMore& plan_more,
                                                const std::function<void()>& meanwhile) {
-  while (plan_more(moves) != Planned::all) {
+  while (plan_more(moves)) {
   }
   return execute_moves(moves, segment_bases, scratch, meanwhile);
 }

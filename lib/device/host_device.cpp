@@ -116,9 +116,8 @@ ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>&
                                                    const std::function<void()>& meanwhile) {
   ExecutionResult result;
   std::size_t planned = 0;  // moves of the parts seen so far
-  for (Planned step = Planned::batch; step != Planned::all;) {
-    step = plan_more(moves);
-    if (step == Planned::batch) continue;
+  for (bool more = true; more;) {
+    more = plan_more(moves);
     const auto part = gsl::span<const compactor::Move>(moves).subspan(planned);
     if (!part.empty() && result.complete) {
       compactor::make_chunk_plan(part, segment_bases, scratch);

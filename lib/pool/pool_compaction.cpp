@@ -168,22 +168,19 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 // device moves each part while the host walks and plans the next, each part twice as large as
 // all before it (parts of 1, 2, 6 and 18 27ths of the blocks; a remainder smaller than the first
 // part joins the last). The first part is ready after a 27th of the planning, and the update that
-// follows (about as long as the planning) fits in the last part's move. Each part is planned in
-// batches of at most batch_blocks blocks, which the CUDA device stages on its own thread while
-// this planner goes on (on a thread of the device's): on the H200 the planner walks and plans
-// about 20..35 ns a block, staging takes 10..14 and the GPU about 95 ns to move one (layout (a) of
-// docs/benchmarks.md). With smaller blocks the host is the bottleneck whatever the order, so the
-// automatic choice plans first below a mean of 64 KiB a live block (which the GPU moves in about
-// 30 ns); batches still let the staging run beside the planning. The moves are those of
+// follows (about as long as the planning) fits in the last part's move. The GPU stays busy while
+// the host plans a part in the time the GPU moves the one before it, a third as many blocks: on
+// the H200 the host walks, plans and stages about 45 ns a block against about 95 ns to move one,
+// so the second and third parts arrive 10..50 us late (docs/benchmarks.md, run 23); smaller steps
+// measured no better, each part costing the GPU a launch and a wave that ends partly idle. With
+// smaller blocks the host is the bottleneck whatever the order, so the automatic choice plans
+// first below a mean of 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
 // compactor::plan_full on each segment in turn.
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
-  constexpr std::size_t batch_blocks = 512;
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
   const std::size_t live_blocks = clear_layout(layout);
-  // At most one move a block: the moves never reallocate, as the device reads them while the
-  // planner appends (Device::PlanMore).
-  scratch.moves.reserve(live_blocks);
+  scratch.moves.reserve(live_blocks);  // at most one move a block: no part reallocates it
   std::size_t segment = 0;
   BlockId next = segments_[0]->heap.first();
   std::optional<compactor::FullPlanner> planner;
@@ -192,17 +189,16 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
                         (options_.compaction_parts == CompactionParts::automatic && live_blocks != 0 &&
                          used_ / live_blocks >= parts_min_mean_bytes);
   const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
-  std::size_t part_left = in_parts ? first_part : SIZE_MAX;  // blocks of this part still to walk
+  std::size_t part_blocks = in_parts ? first_part : SIZE_MAX;
   std::size_t planned_blocks = 0;
   const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
     const auto start = std::chrono::steady_clock::now();
-    const std::size_t batch = std::min(part_left, batch_blocks);
     std::size_t walked = 0;
-    while (segment < segments_.size() && walked < batch) {
+    while (segment < segments_.size() && walked < part_blocks) {
       if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
       std::vector<compactor::LiveBlock>& blocks = layout[segment];
       const std::size_t first = blocks.size();
-      const bool segment_done = walk_live_blocks(segment, next, batch - walked, blocks);
+      const bool segment_done = walk_live_blocks(segment, next, part_blocks - walked, blocks);
       walked += blocks.size() - first;
       planner->add(gsl::span<const compactor::LiveBlock>(blocks).subspan(first), moves);
       if (segment_done) {
@@ -212,14 +208,12 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
       }
     }
     planned_blocks += walked;
+    if (part_blocks != SIZE_MAX) {
+      part_blocks = 2 * planned_blocks;
+      if (live_blocks - std::min(live_blocks, planned_blocks + part_blocks) < first_part) part_blocks = SIZE_MAX;
+    }
     report.plan_seconds += std::chrono::steady_clock::now() - start;
-    if (segment == segments_.size()) return Device::Planned::all;
-    if (part_left == SIZE_MAX) return Device::Planned::batch;
-    part_left -= walked;
-    if (part_left != 0) return Device::Planned::batch;
-    part_left = 2 * planned_blocks;
-    if (live_blocks - std::min(live_blocks, planned_blocks + part_left) < first_part) part_left = SIZE_MAX;
-    return Device::Planned::part;
+    return segment < segments_.size();
   };
   apply_moves(scratch.moves, layout, report, &plan_more);
 }

@@ -14,7 +14,6 @@
 
 #include "compactor/chunk_plan_paths.hpp"
 #include "device/cuda/move_kernel.hpp"
-#include "device/plan_feed.hpp"
 #include <vramkit/detail/message.hpp>
 #include <vramkit/device.hpp>
 #include <vramkit/errors.hpp>
@@ -150,16 +149,31 @@ class CudaDevice final : public Device {
     return {};
   }
 
-  // The planner runs on a thread of its own (detail::PlanFeed); this thread stages each batch of
-  // moves it publishes and queues each part as soon as it ends, behind the parts before it on
-  // stream_ (which the kernel of a part then waits for). A part's upload and chunk derivation run
-  // beside the move of the part before it (preparation_stream). From the first part that is not a
-  // slide on, the rest of the plan is queued as one chunk plan.
+  // Each part is queued as soon as it is planned, behind the parts before it on stream_ (which
+  // the kernel of a part then waits for), and the next is planned while the GPU moves it. A part's
+  // upload and chunk derivation run beside the move of the part before it (preparation_stream). The
+  // first part that is not a slide is queued with all the rest as one chunk plan.
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
     std::lock_guard lock(mutex_);
-    run_queued([&](Buffers& used) { queue_parts(moves, segment_bases, scratch, plan_more, used); }, meanwhile);
+    run_queued(
+        [&](Buffers& used) {
+          std::size_t queued = 0;
+          for (bool more = true; more;) {
+            more = plan_more(moves);
+            const auto part = gsl::span<const compactor::Move>(moves).subspan(queued);
+            if (part.empty() || queue_slide(part, segment_bases, used)) {
+              queued = moves.size();
+              continue;
+            }
+            while (more) more = plan_more(moves);
+            compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(queued), segment_bases, scratch,
+                                       cuda_detail::chunk_limit(kernel_));
+            queue_plan(scratch, used);
+          }
+        },
+        meanwhile);
     return {};
   }
 
@@ -333,63 +347,14 @@ class CudaDevice final : public Device {
                    Buffers& used) {
     const Buffers before = used;
     auto* staged = static_cast<SlideMove*>(take_staging(moves.size() * sizeof(SlideMove), used));
-    compactor::detail::SlideStager stager(segment_bases, cuda_detail::chunk_limit(kernel_), staged);
-    if (!stager.add(moves)) {
+    std::size_t count = 0;
+    std::uint64_t total = 0;
+    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_), staged, count,
+                                             total)) {
       used.staging = before.staging;
       return false;
     }
-    queue_staged_slide(stager, used);
-    return true;
-  }
-
-  // queue_slide for moves planned on another thread (execute_moves_in_parts): stages each batch
-  // as the planner publishes it, queues each part as it ends.
-  void queue_parts(std::vector<compactor::Move>& moves, gsl::span<const std::uint64_t> segment_bases,
-                   compactor::ChunkPlan& scratch, const PlanMore& plan_more, Buffers& used) {
-    const std::size_t first = moves.size();
-    // Room for every move the planner may append (it cannot reallocate them): taken before it
-    // starts, as taking may wait and allocate.
-    auto* staged = static_cast<SlideMove*>(take_staging((moves.capacity() - first) * sizeof(SlideMove), used));
-    const compactor::Move* planned = moves.data();
-    detail::PlanFeed feed(moves, plan_more);
-    // The first kernel launch after the multiprocessors sat idle costs the host tens of
-    // microseconds (bench/lab/first_launch.cu): an empty one takes it while the first part is planned.
-    check(cuda_detail::launch_wake(stream_), "kernel launch");
-    compactor::detail::SlideStager stager(segment_bases, cuda_detail::chunk_limit(kernel_), staged);
-    std::size_t part_begin = first, staged_end = first, parts_queued = 0;
-    detail::PlanFeed::Progress seen;
-    seen.moves = first;
-    for (;;) {
-      for (;;) {  // everything `seen` allows: staging, and each part that ended
-        const bool part_ended = parts_queued < seen.parts;
-        const std::size_t end = part_ended ? feed.part_end(parts_queued) : seen.moves;
-        if (!stager.add(gsl::span<const compactor::Move>(planned + staged_end, end - staged_end))) {
-          feed.finish();  // the whole plan, then the rest of it as one chunk plan
-          compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(part_begin), segment_bases,
-                                     scratch, cuda_detail::chunk_limit(kernel_));
-          queue_plan(scratch, used);
-          return;
-        }
-        staged_end = end;
-        if (!part_ended) break;
-        queue_staged_slide(stager, used);
-        ++parts_queued;
-        part_begin = staged_end;
-        stager.restart(staged + (part_begin - first));
-      }
-      if (seen.done) break;
-      seen = feed.wait_beyond(seen);
-    }
-    feed.finish();
-    queue_staged_slide(stager, used);
-  }
-
-  // Queues the staged moves of a slide: upload, chunks made on the GPU, the move kernel.
-  void queue_staged_slide(const compactor::detail::SlideStager& slide, Buffers& used) {
-    const SlideMove* staged = slide.moves();
-    const std::size_t count = slide.count();
-    const std::uint64_t total = slide.total_chunks();
-    if (total == 0) return;
+    if (total == 0) return true;
     const std::size_t move_bytes = count * sizeof(SlideMove);
     const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (std::size_t{total} + 1) * sizeof(unsigned);
@@ -407,6 +372,7 @@ class CudaDevice final : public Device {
                                           flags, move_blocks_[static_cast<int>(kernel_)], stream_),
           "move kernel launch");
     used.moving = true;
+    return true;
   }
 
   // Queues a chunk plan's phases.

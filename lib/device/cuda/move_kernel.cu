@@ -115,14 +115,7 @@ __global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restri
   chunks[ticket] = {chunk.source, chunk.destination, chunk.bytes, chunk.move, chunk.wait_first, chunk.wait_last};
 }
 
-__global__ void wake() {}
-
 }  // namespace
-
-cudaError_t launch_wake(cudaStream_t stream) {
-  wake<<<1, 32, 0, stream>>>();
-  return cudaGetLastError();
-}
 
 cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
                                        std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,

@@ -46,9 +46,6 @@ cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves
                                        std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
                                        unsigned* flags, cudaStream_t stream);
 
-/// An empty kernel: the first launch after the multiprocessors sat idle is slow on the host.
-cudaError_t launch_wake(cudaStream_t stream);
-
 /// Blocks of launch_move_chunks that fit on one multiprocessor at once.
 cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks);
 
