@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -38,7 +39,7 @@ template <class... Steps> void run_case(const char* name, int idle_mode, double 
     CHECK(cudaDeviceSynchronize());
   }
   std::printf("%-58s", name);
-  for (auto& v : times) { std::sort(v.begin() + 0, v.end()); std::printf(" %7.1f/%7.1f", v[v.size() / 2], v.back()); }
+  for (auto& v : times) { std::sort(v.begin(), v.end()); std::printf(" %7.1f/%7.1f", v[v.size() / 2], v.back()); }
   std::printf("\n");
 }
 

@@ -386,7 +386,7 @@ class CudaDevice final : public Device {
     const std::size_t upload_bytes = align(chunk_bytes) + flag_bytes;
     auto* staged = static_cast<char*>(take_staging(upload_bytes, used));
     std::memcpy(staged, plan.chunks.data(), chunk_bytes);
-    std::memset(staged + align(chunk_bytes), 0, flag_bytes);
+    std::memset(staged + chunk_bytes, 0, upload_bytes - chunk_bytes);  // the flags, and the padding before them
     auto* device_chunks = static_cast<cuda_detail::DeviceChunk*>(take_scratch(upload_bytes, used));
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
     const cudaStream_t preparation = preparation_stream(used);
