@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <latch>
 #include <random>
 #include <string>
 #include <thread>
@@ -68,21 +69,75 @@ std::vector<std::uint64_t> log_uniform_sizes(std::size_t count, std::uint64_t lo
   return sizes;
 }
 
+// One churn: `live` blocks allocated first, then `replacements` random frees (churn_victims) each
+// followed by an allocation of the next size. prepare() and finish() are outside the timing.
+class Churn {
+ public:
+  Churn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements, unsigned seed)
+      : sizes_(sizes), victims_(vramkit_bench::churn_victims(live, replacements, seed)), blocks_(live) {}
+
+  void prepare(Pool& pool) {
+    for (auto& block : blocks_) block = pool.allocate(next_size());
+  }
+  void run(Pool& pool) {
+    for (const std::uint32_t victim : victims_) {
+      pool.free(blocks_[victim]);
+      blocks_[victim] = pool.allocate(next_size());
+    }
+  }
+  void finish(Pool& pool) {
+    for (Handle block : blocks_) pool.free(block);
+  }
+  std::size_t replacements() const { return victims_.size(); }
+
+ private:
+  std::uint64_t next_size() { return sizes_[next_++ % sizes_.size()]; }
+
+  const std::vector<std::uint64_t>& sizes_;
+  std::vector<std::uint32_t> victims_;
+  std::vector<Handle> blocks_;
+  std::size_t next_ = 0;
+};
+
 double pool_churn_ns(Pool& pool, const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
                      unsigned seed) {
-  const std::vector<std::uint32_t> victims = vramkit_bench::churn_victims(live, replacements, seed);
-  std::vector<Handle> blocks(live);
-  std::size_t next = 0;
-  for (auto& block : blocks) block = pool.allocate(sizes[next++ % sizes.size()]);
+  Churn churn(sizes, live, replacements, seed);
+  churn.prepare(pool);
   const auto start = clock_type::now();
-  for (std::size_t i = 0; i < replacements; ++i) {
-    const std::uint32_t victim = victims[i];
-    pool.free(blocks[victim]);
-    blocks[victim] = pool.allocate(sizes[next++ % sizes.size()]);
-  }
+  churn.run(pool);
   const double result = ns_since(start, replacements);
-  for (Handle block : blocks) pool.free(block);
+  churn.finish(pool);
   return result;
+}
+
+// Replacements per second of `threads` threads, each churning blocks of its own in pool_of(t). Only
+// the replacements are timed: every thread starts, draws its victims and allocates its live blocks,
+// then waits; the clock runs from their release to the last one's end (thread start-up, which
+// grows with the count, would otherwise be charged to the allocator).
+template <class PoolOf>
+double threaded_churn_ops(unsigned threads, PoolOf&& pool_of, const std::vector<std::uint64_t>& sizes,
+                          std::size_t live, std::size_t replacements) {
+  std::latch prepared(threads), go(1);
+  std::vector<clock_type::time_point> ends(threads);
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      Pool& pool = pool_of(t);
+      Churn churn(sizes, live, replacements, 10 + t);
+      churn.prepare(pool);
+      prepared.count_down();
+      go.wait();
+      churn.run(pool);
+      ends[t] = clock_type::now();
+      churn.finish(pool);
+    });
+  }
+  prepared.wait();
+  const auto start = clock_type::now();
+  go.count_down();
+  for (auto& worker : workers) worker.join();
+  const double seconds = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - start).count();
+  return static_cast<double>(threads * replacements) / seconds;
 }
 
 }  // namespace
@@ -184,25 +239,22 @@ int main(int argc, char** argv) {
   }
 
   // Threads, each churning its own blocks: in one Pool (one mutex), and in a ConcurrentPool with a
-  // shard per thread (each thread allocates in its home shard).
-  std::printf("\nthreads  one Pool ops/s  speed-up   ConcurrentPool ops/s  speed-up\n");
+  // shard per thread (each thread allocates in its home shard). Median of 3 runs of each.
+  std::printf("\nthreads  one Pool ops/s  speed-up   ConcurrentPool ops/s  speed-up   (median of 3)\n");
   double one_thread = 0, one_thread_sharded = 0;
+  const std::size_t per_thread = quick ? 5000 : 50000;
   for (unsigned threads : {1u, 2u, 4u, 8u, 16u}) {
-    const std::size_t per_thread = quick ? 5000 : 20000;
-    auto measure = [&](auto&& pool_of_thread) {
-      std::vector<std::thread> workers;
-      const auto start = clock_type::now();
-      for (unsigned t = 0; t < threads; ++t) {
-        workers.emplace_back([&, t] { pool_churn_ns(pool_of_thread(), sizes, 100, per_thread, 10 + t); });
-      }
-      for (auto& worker : workers) worker.join();
-      const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-      return static_cast<double>(threads * per_thread) / seconds;
-    };
-    Pool shared({.capacity_bytes = 4_GiB}, device);
-    const double ops = measure([&]() -> Pool& { return shared; });
-    ConcurrentPool sharded({.pool = {.capacity_bytes = std::uint64_t{threads} * 1_GiB}, .shards = threads}, device);
-    const double sharded_ops = measure([&]() -> Pool& { return sharded.local(); });
+    std::vector<double> shared_runs, sharded_runs;
+    for (int run = 0; run < 3; ++run) {
+      Pool shared({.capacity_bytes = 4_GiB}, device);
+      shared_runs.push_back(threaded_churn_ops(threads, [&](unsigned) -> Pool& { return shared; }, sizes, 100, per_thread));
+      ConcurrentPool sharded({.pool = {.capacity_bytes = std::uint64_t{threads} * 1_GiB}, .shards = threads}, device);
+      // Each worker's first local() call picks its home shard.
+      sharded_runs.push_back(
+          threaded_churn_ops(threads, [&](unsigned) -> Pool& { return sharded.local(); }, sizes, 100, per_thread));
+    }
+    const double ops = median(shared_runs);
+    const double sharded_ops = median(sharded_runs);
     if (threads == 1) {
       one_thread = ops;
       one_thread_sharded = sharded_ops;
