@@ -39,6 +39,17 @@ bool cuda_present() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
+CUstream_st* create_stream() {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  return stream;
+}
+
+void destroy_stream(CUstream_st* stream) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+}
+
 double cuda_malloc_pair_ns(std::uint64_t bytes, int pairs) {
   void* warm = nullptr;
   check(cudaMalloc(&warm, bytes), "cudaMalloc");

@@ -5,9 +5,14 @@
 #include <random>
 #include <vector>
 
+struct CUstream_st;
+
 namespace vramkit_bench {
 
 bool cuda_present();
+/// A non-blocking CUDA stream for pool calls that take one (unpin, release); destroy_stream ends it.
+CUstream_st* create_stream();
+void destroy_stream(CUstream_st* stream);
 /// Mean nanoseconds per allocate+free pair of `bytes`, over `pairs` pairs.
 double cuda_malloc_pair_ns(std::uint64_t bytes, int pairs);
 double cuda_malloc_async_pair_ns(std::uint64_t bytes, int pairs);

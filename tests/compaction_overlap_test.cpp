@@ -8,6 +8,7 @@
 #include <vramkit/pool.hpp>
 #include <vramkit/units.hpp>
 
+#include "support/forwarding_device.hpp"
 #include "support/patterns.hpp"
 
 using namespace vramkit;
@@ -19,30 +20,12 @@ namespace {
 // A host device whose execute_moves, while `fail` is set, runs `meanwhile` as an asynchronous
 // device would and then reports an error without having moved anything (as when a CUDA kernel
 // cannot start after the pool has updated ahead).
-class FailsAfterUpdate final : public Device {
+class FailsAfterUpdate final : public vramkit_test::ForwardingDevice {
  public:
   bool fail = false;
   int updates_ahead = 0;
 
-  DeviceKind kind() const noexcept override { return host_->kind(); }
   std::string name() const override { return "fails after the update ahead"; }
-  Region obtain(std::uint64_t bytes) override { return host_->obtain(bytes); }
-  void release(Region region) noexcept override { host_->release(region); }
-  void copy_from_host(std::uint64_t destination, const void* source, std::uint64_t bytes, Stream stream) override {
-    host_->copy_from_host(destination, source, bytes, stream);
-  }
-  void copy_to_host(void* destination, std::uint64_t source, std::uint64_t bytes, Stream stream) override {
-    host_->copy_to_host(destination, source, bytes, stream);
-  }
-  void fill(std::uint64_t destination, std::byte value, std::uint64_t bytes, Stream stream) override {
-    host_->fill(destination, value, bytes, stream);
-  }
-  std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override {
-    return host_->find_mismatch(address, value, bytes);
-  }
-  ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override {
-    return host_->execute(plan, moves);
-  }
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
                                 compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
     if (!fail) return host_->execute_moves(moves, segment_bases, scratch, meanwhile);
@@ -50,11 +33,6 @@ class FailsAfterUpdate final : public Device {
     meanwhile();
     throw device_error("injected: the moves could not run after the pool's update ahead");
   }
-  DeviceMemoryInfo memory_info() override { return host_->memory_info(); }
-  bool host_addressable() const noexcept override { return host_->host_addressable(); }
-
- private:
-  std::shared_ptr<Device> host_ = make_host_device({.shuffle_seed = 7});
 };
 
 }  // namespace

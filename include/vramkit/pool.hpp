@@ -155,6 +155,15 @@ class Pool {
   void free_locked(std::uint32_t slot, const Lock& lock);
   /// Waits for, then forgets, the stream uses recorded on a slot being freed.
   void finish_pending_uses(std::uint32_t slot);
+  /// Records where the work queued on `stream` so far ends, as a use of the slot. First forgets
+  /// the recorded uses whose work has ended once their number has doubled since the last time, so
+  /// that a buffer pinned and unpinned on a stream batch after batch, with no free or compaction
+  /// between, keeps as many uses as are in flight, not one a batch (amortised: at most two
+  /// queries a recorded use).
+  void record_use(std::uint32_t slot, Stream stream);
+  /// After uses are removed otherwise (a free, a compaction): the next sweep comes when their
+  /// number has doubled from what is left.
+  void lower_pending_uses_sweep() noexcept;
   CompactionReport compact_locked(const CompactOptions& options);
   /// Live blocks of each segment in address order, as the planner sees them.
   using Layout = std::vector<std::vector<compactor::LiveBlock>>;
@@ -185,6 +194,7 @@ class Pool {
   std::unique_ptr<BlockCache> cache_;  ///< Emptied in const methods too (drain_cache).
   std::vector<std::unique_ptr<Segment>> segments_;
   std::vector<PendingUse> pending_uses_;
+  std::size_t pending_uses_sweep_at_ = 64;  ///< record_use forgets ended uses when there are this many.
   struct CompactionScratch;
   std::unique_ptr<CompactionScratch> compaction_scratch_;  ///< Created by the first compaction.
   // Counters behind PoolStatistics.

@@ -267,6 +267,26 @@ void Pool::finish_pending_uses(std::uint32_t slot) {
     if (uses_this_slot(use)) device_->forget(use.token);
   }
   std::erase_if(pending_uses_, uses_this_slot);
+  lower_pending_uses_sweep();
+}
+
+void Pool::lower_pending_uses_sweep() noexcept {
+  pending_uses_sweep_at_ = std::max<std::size_t>(64, std::min(pending_uses_sweep_at_, 2 * pending_uses_.size()));
+}
+
+void Pool::record_use(std::uint32_t slot, Stream stream) {
+  if (pending_uses_.size() >= pending_uses_sweep_at_) {
+    std::erase_if(pending_uses_, [this](const PendingUse& use) {
+      if (!device_->use_ended(use.token)) return false;
+      device_->forget(use.token);
+      --(*table_)[use.slot].pending_uses;
+      return true;
+    });
+    pending_uses_sweep_at_ = std::max<std::size_t>(64, 2 * pending_uses_.size());
+  }
+  pending_uses_.reserve(pending_uses_.size() + 1);  // so that recording is the last thing that can fail
+  pending_uses_.push_back({slot, device_->record_use_end(stream)});
+  ++(*table_)[slot].pending_uses;
 }
 
 void Pool::free(Handle handle) {
@@ -287,11 +307,7 @@ bool Pool::release(Handle handle, Stream stream) noexcept {
     if (!table_->valid(handle)) return false;
     const std::uint32_t slot = handle.slot;
     Slot& entry = (*table_)[slot];
-    if (stream != nullptr) {
-      pending_uses_.reserve(pending_uses_.size() + 1);
-      pending_uses_.push_back({slot, device_->record_use_end(stream)});
-      ++entry.pending_uses;
-    }
+    if (stream != nullptr) record_use(slot, stream);
     if (entry.pins != 0 && entry.kind == SlotKind::buffer) {
       entry.free_when_unpinned = true;  // the last unpin frees it
       return true;
@@ -335,11 +351,7 @@ void Pool::unpin(Handle handle, Stream stream) {
   if (entry.pins == 0) {
     throw state_error(detail::message("unpin of buffer {slot ", slot, "}, which is not pinned"));
   }
-  if (stream != nullptr) {
-    pending_uses_.reserve(pending_uses_.size() + 1);  // so that recording is the last thing that can fail
-    pending_uses_.push_back({slot, device_->record_use_end(stream)});
-    ++entry.pending_uses;
-  }
+  if (stream != nullptr) record_use(slot, stream);
   if (--entry.pins == 0 && entry.kind == SlotKind::buffer) {
     --pinned_;
     if (entry.free_when_unpinned) free_locked(slot, lock);

@@ -272,6 +272,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     (*table_)[use.slot].pending_uses = 0;
   }
   pending_uses_.clear();
+  lower_pending_uses_sweep();
 
   const auto redo_start = std::chrono::steady_clock::now();
   if (result.complete && updated_ahead) {
