@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <latch>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -69,30 +70,31 @@ std::vector<std::uint64_t> log_uniform_sizes(std::size_t count, std::uint64_t lo
   return sizes;
 }
 
-// One churn: `live` blocks allocated first, then `replacements` random frees (churn_victims) each
-// followed by an allocation of the next size. prepare() and finish() are outside the timing.
+// One churn in a pool: `live` blocks allocated first, then `replacements` random frees
+// (churn_victims) each followed by an allocation of the next size. Only run() is timed.
 class Churn {
  public:
-  Churn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements, unsigned seed)
-      : sizes_(sizes), victims_(vramkit_bench::churn_victims(live, replacements, seed)), blocks_(live) {}
+  Churn(Pool& pool, const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
+        unsigned seed)
+      : pool_(pool), sizes_(sizes), victims_(vramkit_bench::churn_victims(live, replacements, seed)), blocks_(live) {}
 
-  void prepare(Pool& pool) {
-    for (auto& block : blocks_) block = pool.allocate(next_size());
+  void prepare() {
+    for (auto& block : blocks_) block = pool_.allocate(next_size());
   }
-  void run(Pool& pool) {
+  void run() {
     for (const std::uint32_t victim : victims_) {
-      pool.free(blocks_[victim]);
-      blocks_[victim] = pool.allocate(next_size());
+      pool_.free(blocks_[victim]);
+      blocks_[victim] = pool_.allocate(next_size());
     }
   }
-  void finish(Pool& pool) {
-    for (Handle block : blocks_) pool.free(block);
+  void finish() {
+    for (Handle block : blocks_) pool_.free(block);
   }
-  std::size_t replacements() const { return victims_.size(); }
 
  private:
   std::uint64_t next_size() { return sizes_[next_++ % sizes_.size()]; }
 
+  Pool& pool_;
   const std::vector<std::uint64_t>& sizes_;
   std::vector<std::uint32_t> victims_;
   std::vector<Handle> blocks_;
@@ -101,35 +103,34 @@ class Churn {
 
 double pool_churn_ns(Pool& pool, const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
                      unsigned seed) {
-  Churn churn(sizes, live, replacements, seed);
-  churn.prepare(pool);
+  Churn churn(pool, sizes, live, replacements, seed);
+  churn.prepare();
   const auto start = clock_type::now();
-  churn.run(pool);
+  churn.run();
   const double result = ns_since(start, replacements);
-  churn.finish(pool);
+  churn.finish();
   return result;
 }
 
-// Replacements per second of `threads` threads, each churning blocks of its own in pool_of(t). Only
-// the replacements are timed: every thread starts, draws its victims and allocates its live blocks,
-// then waits; the clock runs from their release to the last one's end (thread start-up, which
-// grows with the count, would otherwise be charged to the allocator).
-template <class PoolOf>
-double threaded_churn_ops(unsigned threads, PoolOf&& pool_of, const std::vector<std::uint64_t>& sizes,
-                          std::size_t live, std::size_t replacements) {
+// Replacements per second of `threads` threads, each running make_churn(t) (an object with
+// prepare, run and finish) with `replacements` replacements. Only the replacements are timed:
+// every thread starts and prepares, then waits; the clock runs from their release to the last
+// one's end (thread start-up, which grows with the count, would otherwise be charged to the
+// allocator).
+template <class MakeChurn>
+double threaded_churn_ops(unsigned threads, std::size_t replacements, MakeChurn&& make_churn) {
   std::latch prepared(threads), go(1);
   std::vector<clock_type::time_point> ends(threads);
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      Pool& pool = pool_of(t);
-      Churn churn(sizes, live, replacements, 10 + t);
-      churn.prepare(pool);
+      auto churn = make_churn(t);
+      churn->prepare();
       prepared.count_down();
       go.wait();
-      churn.run(pool);
+      churn->run();
       ends[t] = clock_type::now();
-      churn.finish(pool);
+      churn->finish();
     });
   }
   prepared.wait();
@@ -256,34 +257,49 @@ int main(int argc, char** argv) {
     pool.free(handle);
   }
 
-  // Threads, each churning its own blocks: in one Pool (one mutex), and in a ConcurrentPool with a
-  // shard per thread (each thread allocates in its home shard). Median of 3 runs of each.
-  std::printf("\nthreads  one Pool ops/s  speed-up   ConcurrentPool ops/s  speed-up   (median of 3)\n");
-  double one_thread = 0, one_thread_sharded = 0;
+  // Threads, each churning its own blocks: in one Pool (one mutex), in a ConcurrentPool with a
+  // shard per thread (each thread allocates in its home shard), and with cudaMallocAsync, each
+  // thread on a stream of its own. Median of 3 runs of each.
+  std::printf("\nthreads (median of 3)  one Pool ops/s  speed-up  ConcurrentPool ops/s  speed-up  "
+              "cudaMallocAsync ops/s  speed-up  ConcurrentPool/async\n");
+  double one_thread = 0, one_thread_sharded = 0, one_thread_async = 0;
   const std::size_t per_thread = quick ? 5000 : 50000;
+  const std::size_t async_per_thread = per_thread / 10;  // about 20x slower a replacement
   for (unsigned threads : {1u, 2u, 4u, 8u, 16u}) {
-    std::vector<double> shared_runs, sharded_runs;
+    std::vector<double> shared_runs, sharded_runs, async_runs;
     for (int run = 0; run < 3; ++run) {
       Pool shared({.capacity_bytes = 4_GiB}, device);
-      shared_runs.push_back(threaded_churn_ops(threads, [&](unsigned) -> Pool& { return shared; }, sizes, 100, per_thread));
+      shared_runs.push_back(threaded_churn_ops(threads, per_thread, [&](unsigned t) {
+        return std::make_unique<Churn>(shared, sizes, 100, per_thread, 10 + t);
+      }));
       ConcurrentPool sharded({.pool = {.capacity_bytes = std::uint64_t{threads} * 1_GiB}, .shards = threads}, device);
-      // Each worker's first local() call picks its home shard.
-      sharded_runs.push_back(
-          threaded_churn_ops(threads, [&](unsigned) -> Pool& { return sharded.local(); }, sizes, 100, per_thread));
+      sharded_runs.push_back(threaded_churn_ops(threads, per_thread, [&](unsigned t) {
+        return std::make_unique<Churn>(sharded.local(), sizes, 100, per_thread, 10 + t);  // the thread's home shard
+      }));
+      if (cuda) {
+        async_runs.push_back(threaded_churn_ops(threads, async_per_thread, [&](unsigned t) {
+          return std::make_unique<vramkit_bench::AsyncChurn>(sizes, 100, async_per_thread, 10 + t);
+        }));
+      }
     }
     const double ops = median(shared_runs);
     const double sharded_ops = median(sharded_runs);
+    const double async_ops = cuda ? median(async_runs) : NAN;
     if (threads == 1) {
       one_thread = ops;
       one_thread_sharded = sharded_ops;
+      one_thread_async = async_ops;
     }
-    std::printf("%7u  %14.0f  %7.2fx   %20.0f  %7.2fx\n", threads, ops, ops / one_thread, sharded_ops,
-                sharded_ops / one_thread_sharded);
+    std::printf("%21u  %14.0f  %7.2fx  %20.0f  %7.2fx  %21.0f  %7.2fx  %19.1fx\n", threads, ops, ops / one_thread,
+                sharded_ops, sharded_ops / one_thread_sharded, async_ops, async_ops / one_thread_async,
+                sharded_ops / async_ops);
     report["threads"].push_back({{"threads", threads},
                                  {"ops_per_second", ops},
                                  {"speedup", ops / one_thread},
                                  {"concurrent_pool_ops_per_second", sharded_ops},
-                                 {"concurrent_pool_speedup", sharded_ops / one_thread_sharded}});
+                                 {"concurrent_pool_speedup", sharded_ops / one_thread_sharded},
+                                 {"cuda_malloc_async_ops_per_second", async_ops},
+                                 {"cuda_malloc_async_speedup", async_ops / one_thread_async}});
   }
   if (!json_path.empty()) std::ofstream(json_path) << report.dump(2) << '\n';
   return 0;

@@ -129,6 +129,43 @@ double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::
   return result;
 }
 
+struct AsyncChurn::State {
+  const std::vector<std::uint64_t>& sizes;
+  std::vector<std::uint32_t> victims;
+  std::vector<void*> blocks;
+  std::size_t next = 0;
+  AsyncPool async;
+
+  void* allocate() {
+    void* memory = nullptr;
+    check(cudaMallocAsync(&memory, sizes[next++ % sizes.size()], async.stream), "cudaMallocAsync");
+    return memory;
+  }
+};
+
+AsyncChurn::AsyncChurn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements,
+                       unsigned seed)
+    : state_(new State{sizes, churn_victims(live, replacements, seed), std::vector<void*>(live)}) {}
+
+AsyncChurn::~AsyncChurn() = default;
+
+void AsyncChurn::prepare() {
+  for (auto& block : state_->blocks) block = state_->allocate();
+  check(cudaStreamSynchronize(state_->async.stream), "cudaStreamSynchronize");
+}
+
+void AsyncChurn::run() {
+  for (const std::uint32_t victim : state_->victims) {
+    check(cudaFreeAsync(state_->blocks[victim], state_->async.stream), "cudaFreeAsync");
+    state_->blocks[victim] = state_->allocate();
+  }
+}
+
+void AsyncChurn::finish() {
+  for (void* block : state_->blocks) check(cudaFreeAsync(block, state_->async.stream), "cudaFreeAsync");
+  check(cudaStreamSynchronize(state_->async.stream), "cudaStreamSynchronize");
+}
+
 }  // namespace vramkit_bench
 
 namespace vramkit_bench {

@@ -2,6 +2,7 @@
 // Baselines measured in the same run as the pool: cudaMalloc/cudaFree and cudaMallocAsync/
 // cudaFreeAsync. The benchmarks' only CUDA runtime calls outside the device layer.
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -30,6 +31,24 @@ double cuda_malloc_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t
                             unsigned seed);
 double cuda_malloc_async_churn_ns(const std::vector<std::uint64_t>& sizes, std::size_t live,
                                   std::size_t replacements, unsigned seed);
+
+/// The cudaMallocAsync churn on a stream of its own, in steps, so that threads can run it at once
+/// with only the replacements timed: prepare() allocates the live blocks, run() replaces them,
+/// finish() frees them and waits for the stream.
+class AsyncChurn {
+ public:
+  AsyncChurn(const std::vector<std::uint64_t>& sizes, std::size_t live, std::size_t replacements, unsigned seed);
+  ~AsyncChurn();
+  AsyncChurn(const AsyncChurn&) = delete;
+  AsyncChurn& operator=(const AsyncChurn&) = delete;
+  void prepare();
+  void run();
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace vramkit_bench
 
