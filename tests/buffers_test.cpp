@@ -85,3 +85,27 @@ TEST_CASE("Image pads rows to the pitch and round-trips packed pixels", "[buffer
   CHECK_THROWS_AS(Image<float>(pool, 0, 5), vramkit::invalid_argument);
   CHECK_THROWS_AS(image.upload(std::vector<std::uint8_t>(10)), vramkit::invalid_argument);
 }
+
+TEST_CASE("an Image's rows start at multiples of its row alignment, before and after compaction", "[buffers]") {
+  Pool pool({.capacity_bytes = 4_MiB}, make_host_device());
+  DeviceBuffer<std::byte> small(pool, 256);  // the next block would start 256 bytes in
+  DeviceBuffer<std::byte> gap(pool, 5000);
+  Image<float> image(pool, 100, 4, 4096);
+  CHECK(image.pitch_bytes() == 4096);
+  std::vector<float> pixels(400);
+  std::iota(pixels.begin(), pixels.end(), 0.5f);
+  image.upload(pixels);
+  const auto rows_aligned = [&] {
+    auto pinned = image.pin();
+    for (std::uint32_t y = 0; y < 4; ++y) {
+      if (reinterpret_cast<std::uintptr_t>(pinned.view.row(y)) % 4096 != 0) return false;
+    }
+    return true;
+  };
+  CHECK(rows_aligned());
+  gap = DeviceBuffer<std::byte>();
+  CHECK(pool.compact().blocks_moved >= 1);
+  CHECK(rows_aligned());
+  CHECK(image.to_vector() == pixels);
+  CHECK_THROWS_WITH(Image<float>(pool, 4, 4, 4_MiB), Catch::Contains("4194304"));
+}

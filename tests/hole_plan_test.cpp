@@ -9,6 +9,7 @@
 #include "compactor/slide.hpp"
 #include "support/move_executor.hpp"
 #include "support/plan_layouts.hpp"
+#include "vramkit/compactor/chunk_plan.hpp"
 #include "vramkit/compactor/plan.hpp"
 #include "vramkit/units.hpp"
 
@@ -300,7 +301,7 @@ TEST_CASE("plan_hole on random tight layouts: valid plans, between the cheapest 
   const std::uint64_t seed = vramkit::test::test_seed(0xF0110007);
   std::cout << "plan_hole tight layouts: seed " << seed << "\n";
   std::mt19937_64 rng(seed);
-  int planned = 0, beat_slide = 0;
+  int planned = 0, beat_slide = 0, several_phases = 0;
   for (int round = 0; round < 1000; ++round) {
     INFO("seed " << seed << ", round " << round);
     std::vector<OwnedSegment> segments;
@@ -335,15 +336,30 @@ TEST_CASE("plan_hole on random tight layouts: valid plans, between the cheapest 
       if (move.to_segment == move.from_segment && move.to_offset > move.from_offset)
         REQUIRE(move.to_offset >= move.from_offset + move.bytes);
     check_hole_is_free(execute_and_check(segments, plan->moves, rng()), *plan, bytes, alignment);
+    {  // whole-move phases: a fault between moves leaves each moved whole or untouched
+      const std::uint64_t bases[] = {0, 1_MiB};
+      ChunkPlan chunks;
+      make_chunk_plan(plan->moves, bases, chunks, 256);
+      chunks.validate();
+      std::vector<std::uint32_t> phase_of_move(plan->moves.size(), UINT32_MAX);
+      for (std::uint32_t phase = 0; phase < chunks.phases(); ++phase)
+        for (std::uint32_t index = chunks.phase_begin[phase]; index < chunks.phase_begin[phase + 1]; ++index) {
+          std::uint32_t& seen = phase_of_move[chunks.chunks[index].move];
+          if (seen == UINT32_MAX) seen = phase;
+          REQUIRE(seen == phase);
+        }
+      if (chunks.phases() > 1) ++several_phases;
+    }
     if (cost > 0) {
       const auto cheaper = plan_hole(vramkit::test::layouts_of(segments), bytes, alignment, cost - 1);
       if (cheaper) REQUIRE(bytes_moved(cheaper->moves) <= cost - 1);
     }
   }
   std::cout << "plan_hole tight layouts: " << planned << " planned, " << beat_slide
-            << " cheaper than sliding\n";
+            << " cheaper than sliding, " << several_phases << " chunk plans of several phases\n";
   REQUIRE(planned > 300);
   REQUIRE(beat_slide > 30);
+  REQUIRE(several_phases > 20);
 }
 
 TEST_CASE("plan_hole returns nothing when the free bytes are fewer than the hole", "[plan][hole]") {

@@ -240,6 +240,10 @@ TEST_CASE("every rejected add throws invalid_argument, names the culprit and lea
         },
         "alignment 0");
     rejects([&] { plan.add_image<std::uint8_t>("bad", 64, 64, 1, "blur", "blur", 100); }, "100");
+    // Checked as asked, before alignof(T) raises it: 0 and 3 are refused for float and double too.
+    rejects([&] { plan.add_array<float>("bad", 10, "blur", "blur", 0); }, "alignment 0");
+    rejects([&] { plan.add_array<float>("bad", 10, "blur", "blur", 3); }, "alignment 3");
+    rejects([&] { plan.add_image<double>("bad", 64, 64, 1, "blur", "blur", 3); }, "alignment 3");
   }
   SECTION("sizes that overflow or pass the plan's limit") {
     rejects([&] { plan.add_array<double>("bad", std::uint64_t{1} << 62, "blur", "blur"); }, "overflow");

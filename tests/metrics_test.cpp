@@ -290,11 +290,12 @@ TEST_CASE("a statistics stack nests stages and names them by path", "[metrics][s
   Handle b = pool.allocate(1_MiB);
   pool.free(b);
   CHECK(stack.depth() == 2);
-  const StageRecord& inner = stack.pop();
+  const StageRecord inner = stack.pop();
   CHECK(inner.path == "frame/blur");
   CHECK(inner.depth == 1);
   CHECK(inner.delta.allocation_requests == 1);
-  const StageRecord& outer = stack.pop();
+  const StageRecord outer = stack.pop();
+  CHECK(inner.path == "frame/blur");  // a copy: the second pop leaves it whole
   CHECK(outer.path == "frame");
   CHECK(outer.depth == 0);
   CHECK(outer.delta.allocation_requests == 2);

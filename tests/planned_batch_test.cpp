@@ -59,6 +59,48 @@ TEST_CASE("check_fit against a pool counts its largest free block and its growth
   CHECK(growing.statistics().segments == 2);
 }
 
+TEST_CASE("check_fit counts the bytes an aligned region skips, and refuses an alignment no block may have",
+          "[batch]") {
+  Pool pool({.capacity_bytes = 4_MiB}, make_host_device());
+  // Pinned at the start: the free space begins 256 bytes in, and no compaction can change that.
+  const Handle pinned = pool.allocate_pinned(256);
+  const std::uint64_t free_bytes = 4_MiB - 256;
+  const std::uint64_t aligned_room = free_bytes - (4_KiB - 256);  // a 4 KiB-aligned start skips 3840 bytes
+  CHECK(largest_region_available(pool) == free_bytes);
+  CHECK(largest_region_available(pool, 4_KiB) == aligned_room);
+  const auto plan_of = [](std::uint64_t peak) {
+    MemoryPlan plan({"only"});
+    plan.add_buffer({.name = "a", .bytes = 4_KiB, .first_stage = "only", .last_stage = "only", .alignment = 4_KiB});
+    plan.add_buffer({.name = "b", .bytes = peak - 4_KiB, .first_stage = "only", .last_stage = "only"});
+    return plan;
+  };
+  {  // as large as the free bytes: no 4 KiB-aligned region holds it
+    const MemoryPlan plan = plan_of(free_bytes);
+    const PlanSolution solution = solve(plan);
+    REQUIRE(solution.peak_bytes == free_bytes);
+    REQUIRE(solution.region_alignment == 4_KiB);
+    const FitReport report = check_fit(solution, pool);
+    CHECK_FALSE(report.fits);
+    CHECK(report.shortfall_bytes == free_bytes - aligned_room);
+    CHECK_THROWS_AS(PlannedBatch(pool, plan, solution), out_of_memory);
+  }
+  {  // exactly what an aligned region can have: the promise holds
+    const MemoryPlan plan = plan_of(aligned_room);
+    const PlanSolution solution = solve(plan);
+    CHECK(check_fit(solution, pool).fits);
+    PlannedBatch batch(pool, plan, solution);
+    CHECK(batch.address() % 4_KiB == 0);
+  }
+  {  // an alignment past 2 MiB: no pool block can have it, whatever the room
+    MemoryPlan plan({"only"});
+    plan.add_buffer({.name = "a", .bytes = 4_KiB, .first_stage = "only", .last_stage = "only", .alignment = 4_MiB});
+    const PlanSolution solution = solve(plan);
+    CHECK_THROWS_WITH(check_fit(solution, pool), Contains("4194304") && Contains("2097152"));
+    CHECK_THROWS_AS(largest_region_available(pool, 3), invalid_argument);
+  }
+  CHECK(pool.release(pinned));
+}
+
 TEST_CASE("a batch takes one aligned region of the peak and gives it back at scope end", "[batch]") {
   Pool pool({.capacity_bytes = 4_MiB}, make_host_device());
   const MemoryPlan plan = three_stage_plan();

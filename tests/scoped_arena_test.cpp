@@ -63,6 +63,12 @@ TEST_CASE("arena views are aligned, disjoint, and read and written through the d
   CHECK(page.address() % 4096 == 0);
   CHECK(arena.used_bytes() == page.offset() + page.bytes());
   CHECK_THROWS_AS(arena.allocate<float>(1, 12), invalid_argument);
+  // Checked as asked, before alignof(T) raises it, and nothing changes.
+  const std::uint64_t used = arena.used_bytes();
+  CHECK_THROWS_WITH(arena.allocate<float>(4, 0), Catch::Contains("alignment 0"));
+  CHECK_THROWS_WITH(arena.allocate<float>(4, 3), Catch::Contains("alignment 3"));
+  CHECK_THROWS_WITH(arena.image<double>(4, 4, 3), Catch::Contains("alignment 3"));
+  CHECK(arena.used_bytes() == used);
 
   // On the host device an address is a host pointer: the view's pointer and the copies agree.
   page.upload(std::vector<float>(10, 2.5f));

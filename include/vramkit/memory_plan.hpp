@@ -79,8 +79,8 @@ class MemoryPlan {
   template <class T>
   std::size_t add_array(std::string name, std::uint64_t count, std::string first_stage,
                         std::string last_stage, std::uint64_t alignment = default_alignment) {
-    return add_elements(std::move(name), count, sizeof(T), std::move(first_stage), std::move(last_stage),
-                        alignment < alignof(T) ? alignof(T) : alignment);
+    const std::uint64_t raised = at_least(name, alignment, alignof(T));
+    return add_elements(std::move(name), count, sizeof(T), std::move(first_stage), std::move(last_stage), raised);
   }
 
   /// Declares a width x height image of `channels` T per pixel, each row padded to a multiple of the
@@ -89,8 +89,9 @@ class MemoryPlan {
   std::size_t add_image(std::string name, std::uint64_t width, std::uint64_t height, std::uint64_t channels,
                         std::string first_stage, std::string last_stage,
                         std::uint64_t alignment = default_alignment) {
+    const std::uint64_t raised = at_least(name, alignment, alignof(T));
     return add_pixels(std::move(name), width, height, channels, sizeof(T), std::move(first_stage),
-                      std::move(last_stage), alignment < alignof(T) ? alignof(T) : alignment);
+                      std::move(last_stage), raised);
   }
 
   const std::vector<std::string>& stages() const { return stage_names_; }
@@ -102,6 +103,9 @@ class MemoryPlan {
   std::size_t stage_index(std::string_view stage_name) const;
   std::size_t buffer_index(std::string_view buffer_name) const;
 
+  /// The requested alignment raised to `minimum` (alignof(T)); throws invalid_argument naming the
+  /// buffer when the request itself is 0 or not a power of two, whatever T is.
+  static std::uint64_t at_least(std::string_view buffer_name, std::uint64_t alignment, std::uint64_t minimum);
   /// Non-template bodies of add_array() and add_image().
   std::size_t add_elements(std::string name, std::uint64_t count, std::uint64_t element_bytes,
                            std::string first_stage, std::string last_stage, std::uint64_t alignment);

@@ -30,13 +30,16 @@
 
 namespace vramkit {
 
-/// The largest single region `pool` could provide now without moving anything: its largest free
-/// block, or the room growth still has (max_capacity_bytes - reserved, at most the device's free
-/// memory), whichever is larger, less the pool's guard margin. Compaction may find more; this does not
-/// count on it.
-std::uint64_t largest_region_available(const Pool& pool);
+/// The largest single region `pool` could provide now, based at a multiple of `alignment`, without
+/// moving anything: its largest free block less the most an aligned start can skip in it (alignment
+/// - granularity, when the alignment is the larger), or the room growth still has (max_capacity_bytes
+/// - reserved, at most the device's free memory; a new segment starts aligned), whichever is larger,
+/// less the pool's guard margin. Compaction may find more; this does not count on it. Throws
+/// invalid_argument for an alignment that is not a power of two or exceeds max_block_alignment.
+std::uint64_t largest_region_available(const Pool& pool, std::uint64_t alignment = 1);
 
-/// check_fit(solution, largest_region_available(pool)).
+/// check_fit(solution, largest_region_available(pool, solution.region_alignment)): throws
+/// invalid_argument when the solution's region alignment is past what a pool block may have.
 FitReport check_fit(const PlanSolution& solution, const Pool& pool);
 
 struct PlannedBatchOptions {

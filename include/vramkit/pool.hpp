@@ -26,6 +26,10 @@
 #include <vramkit/statistics.hpp>
 
 namespace vramkit {
+
+/// The largest alignment a pool block may ask for (segments are based at multiples of it).
+inline constexpr std::uint64_t max_block_alignment = std::uint64_t{2} << 20;
+
 class BlockCache;
 class HandleTable;
 class Heap;

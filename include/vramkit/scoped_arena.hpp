@@ -115,9 +115,9 @@ class ScopedArena {
     bool alive;
   };
 
-  static std::uint64_t at_least(std::uint64_t alignment, std::uint64_t minimum) {
-    return alignment < minimum ? minimum : alignment;
-  }
+  /// The requested alignment raised to `minimum` (alignof(T)); throws invalid_argument, naming it,
+  /// when the request itself is 0 or not a power of two, whatever T is.
+  static std::uint64_t at_least(std::uint64_t alignment, std::uint64_t minimum);
   static std::uint64_t checked_bytes(std::size_t count, std::size_t element_bytes);
   static std::uint64_t image_pitch(std::uint32_t width, std::uint32_t height, std::size_t element_bytes,
                                    std::uint64_t row_alignment);

@@ -83,9 +83,10 @@ class StatisticsStack {
   explicit StatisticsStack(const Pool& pool) : pool_(&pool) {}
 
   void push(std::string name);
-  /// Closes the innermost open stage, records it and returns its record. Throws state_error when
-  /// no stage is open.
-  const StageRecord& pop();
+  /// Closes the innermost open stage, records it and returns a copy of its record (a reference into
+  /// records() would dangle at the next pop). Throws state_error when no stage is open; on any
+  /// throw nothing changes.
+  StageRecord pop();
 
   std::size_t depth() const { return open_.size(); }
   const std::vector<StageRecord>& records() const { return records_; }

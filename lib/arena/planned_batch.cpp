@@ -9,10 +9,16 @@
 
 namespace vramkit {
 
-std::uint64_t largest_region_available(const Pool& pool) {
+std::uint64_t largest_region_available(const Pool& pool, std::uint64_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > max_block_alignment) {
+    throw invalid_argument(detail::message("region alignment ", alignment, " is not a power of two up to ",
+                                           max_block_alignment));
+  }
   const PoolOptions& options = pool.options();
   const PoolStatistics statistics = pool.statistics();
-  std::uint64_t largest = statistics.largest_free_block;
+  // A free block starts at a multiple of the granularity: an aligned start skips at most this much.
+  const std::uint64_t skip = alignment > options.granularity ? alignment - options.granularity : 0;
+  std::uint64_t largest = statistics.largest_free_block > skip ? statistics.largest_free_block - skip : 0;
   if (options.max_capacity_bytes > statistics.reserved_bytes) {
     // Growth adds one segment of up to the room left (rounded down to the granularity), if the device
     // has that much free.
@@ -25,7 +31,7 @@ std::uint64_t largest_region_available(const Pool& pool) {
 }
 
 FitReport check_fit(const PlanSolution& solution, const Pool& pool) {
-  return check_fit(solution, largest_region_available(pool));
+  return check_fit(solution, largest_region_available(pool, solution.region_alignment));
 }
 
 PlannedBatch::PlannedBatch(Pool& pool, const MemoryPlan& plan, const PlanSolution& solution,

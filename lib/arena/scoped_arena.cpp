@@ -80,6 +80,13 @@ ScopedArena::~ScopedArena() {
   give_back();
 }
 
+std::uint64_t ScopedArena::at_least(std::uint64_t alignment, std::uint64_t minimum) {
+  if (!is_power_of_two(alignment)) {
+    throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two"));
+  }
+  return std::max(alignment, minimum);
+}
+
 std::uint64_t ScopedArena::checked_bytes(std::size_t count, std::size_t element_bytes) {
   if (count > std::numeric_limits<std::uint64_t>::max() / element_bytes) {
     throw invalid_argument(detail::message("arena buffer of ", count, " elements of ", element_bytes,

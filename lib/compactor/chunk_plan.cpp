@@ -58,11 +58,18 @@ void sort_and_check_disjoint(std::vector<std::uint32_t>& order, gsl::span<const 
   check(false);
 }
 
-/// Longest-path phases over the dependency graph (Kahn's algorithm); only needed when some chunk
-/// depends on a later ticket. chunks[x]'s [wait_first, wait_last] holds its run in source order
-/// (possibly including x itself, which is skipped).
-/// Cost: O(c + edges) = O(c).
-std::vector<std::uint32_t> assign_phases(const std::vector<Chunk>& chunks) {
+/// Phases over the dependency graph: the least that keep every dependency (a chunk waiting for a
+/// later ticket runs a phase later) and hold all chunks of a move in one phase. Move-whole phases
+/// make a failure at a move boundary clean: a move either ran whole or was not touched, and no
+/// move that ran overwrote the source of one that did not, because its readers held earlier tickets
+/// of its phase or ran in an earlier one (HostDevice::execute's faults). The longest path is taken
+/// in topological order (Kahn's algorithm), then each move is lifted to its latest chunk's phase
+/// and the longest path taken again with those as floors, until nothing changes. Moves that cannot
+/// be whole (a block moving up into its own place needs a phase per chunk) keep the plain longest
+/// path: the memmove semantics hold, failure atomicity not. chunks[x]'s [wait_first, wait_last]
+/// holds its run in source order (possibly including x itself, which is skipped).
+/// Cost: O(c + edges) = O(c) a round; one round unless a move spans phases.
+std::vector<std::uint32_t> assign_phases(const std::vector<Chunk>& chunks, std::size_t move_count) {
   const std::size_t count = chunks.size();
   std::vector<std::uint32_t> out_begin(count + 1, 0);
   std::vector<std::uint32_t> in_degree(count, 0);
@@ -82,22 +89,19 @@ std::vector<std::uint32_t> assign_phases(const std::vector<Chunk>& chunks) {
     for (std::uint32_t y = chunks[x].wait_first; y <= chunks[x].wait_last; ++y)
       if (y != x) out_edges[fill[y]++] = x;
   }
-  std::vector<std::uint32_t> phase(count, 0);
+  std::vector<std::uint32_t> order;  // topological
+  order.reserve(count);
   std::vector<std::uint32_t> ready;
   for (std::uint32_t x = 0; x < count; ++x)
     if (in_degree[x] == 0) ready.push_back(x);
-  std::size_t done = 0;
   while (!ready.empty()) {
     const std::uint32_t y = ready.back();
     ready.pop_back();
-    ++done;
-    for (std::uint32_t edge = out_begin[y]; edge < out_begin[y + 1]; ++edge) {
-      const std::uint32_t x = out_edges[edge];
-      phase[x] = std::max(phase[x], phase[y] + (y > x ? 1u : 0u));  // a later ticket: a later phase
-      if (--in_degree[x] == 0) ready.push_back(x);
-    }
+    order.push_back(y);
+    for (std::uint32_t edge = out_begin[y]; edge < out_begin[y + 1]; ++edge)
+      if (--in_degree[out_edges[edge]] == 0) ready.push_back(out_edges[edge]);
   }
-  if (done != count) {
+  if (order.size() != count) {
     const auto stuck =
         std::find_if(in_degree.begin(), in_degree.end(), [](std::uint32_t d) { return d != 0; });
     const Chunk& chunk = chunks[static_cast<std::size_t>(stuck - in_degree.begin())];
@@ -105,7 +109,40 @@ std::vector<std::uint32_t> assign_phases(const std::vector<Chunk>& chunks) {
                            std::to_string(chunk.move) + " writing " +
                            range_text(chunk.destination, chunk.bytes) + "; it needs a staging copy");
   }
-  return phase;
+  // The least phases at or above `phase` that keep every dependency.
+  const auto longest_path = [&](std::vector<std::uint32_t>& phase) {
+    for (const std::uint32_t y : order)
+      for (std::uint32_t edge = out_begin[y]; edge < out_begin[y + 1]; ++edge) {
+        const std::uint32_t x = out_edges[edge];
+        phase[x] = std::max(phase[x], phase[y] + (y > x ? 1u : 0u));  // a later ticket: a later phase
+      }
+  };
+  std::vector<std::uint32_t> phase(count, 0);
+  longest_path(phase);
+  // A move that waits on a later ticket of its own cannot be whole; nor, after enough rounds to
+  // settle every chain of moves (each round lifts a move a phase at least), can the others. Planner
+  // moves settle in a round or two.
+  for (std::uint32_t x = 0; x < count; ++x) {
+    if (chunks[x].wait_first == no_wait) continue;
+    for (std::uint32_t y = chunks[x].wait_first; y <= chunks[x].wait_last; ++y)
+      if (y > x && chunks[y].move == chunks[x].move) return phase;
+  }
+  std::vector<std::uint32_t> move_phase(move_count, 0);
+  std::vector<std::uint32_t> lifted = phase;
+  const std::size_t rounds = std::min<std::size_t>(move_count, 64) + 1;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    std::fill(move_phase.begin(), move_phase.end(), 0u);
+    for (std::uint32_t x = 0; x < count; ++x)
+      move_phase[chunks[x].move] = std::max(move_phase[chunks[x].move], lifted[x]);
+    bool changed = false;
+    for (std::uint32_t x = 0; x < count; ++x) {
+      changed = changed || lifted[x] != move_phase[chunks[x].move];
+      lifted[x] = move_phase[chunks[x].move];
+    }
+    if (!changed) return lifted;
+    longest_path(lifted);
+  }
+  return phase;  // no move-whole phases exist: the plain longest path
 }
 
 }  // namespace
@@ -221,7 +258,7 @@ void detail::make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint
 
   // Several phases: order by (phase, source) with a stable counting sort, then keep from each run
   // only the dependencies of the chunk's own phase; they are contiguous and below the chunk.
-  const std::vector<std::uint32_t> phase = assign_phases(chunks);
+  const std::vector<std::uint32_t> phase = assign_phases(chunks, moves.size());
   const std::uint32_t phases = *std::max_element(phase.begin(), phase.end()) + 1;
   plan.phase_begin.assign(phases + 1, 0);
   for (std::uint32_t p : phase) ++plan.phase_begin[p + 1];

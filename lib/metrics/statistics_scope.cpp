@@ -48,14 +48,14 @@ void StatisticsStack::push(std::string name) {
   open_.emplace_back(*pool_, std::move(name));
 }
 
-const StageRecord& StatisticsStack::pop() {
+StageRecord StatisticsStack::pop() {
   if (open_.empty()) throw state_error("StatisticsStack::pop: no stage is open");
   std::string path;
   for (const StatisticsScope& scope : open_) path += (path.empty() ? "" : "/") + scope.name();
   StageRecord record{std::move(path), open_.size() - 1, open_.back().delta()};
+  records_.push_back(record);  // the last thing that can throw: the stage is still open if it does
   open_.pop_back();
-  records_.push_back(std::move(record));
-  return records_.back();
+  return record;
 }
 
 }  // namespace vramkit

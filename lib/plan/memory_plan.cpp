@@ -94,6 +94,11 @@ std::size_t MemoryPlan::add_buffer(const BufferSpec& spec) {
   return add_checked(std::move(buffer));
 }
 
+std::uint64_t MemoryPlan::at_least(std::string_view buffer_name, std::uint64_t alignment, std::uint64_t minimum) {
+  check_alignment(buffer_name, alignment);
+  return std::max(alignment, minimum);
+}
+
 std::size_t MemoryPlan::add_elements(std::string name, std::uint64_t count, std::uint64_t element_bytes,
                                      std::string first_stage, std::string last_stage,
                                      std::uint64_t alignment) {

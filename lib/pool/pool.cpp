@@ -19,6 +19,7 @@ std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
   return (value + alignment - 1) & ~(alignment - 1);
 }
 constexpr std::uint64_t max_alignment = segment_alignment;
+static_assert(max_alignment == max_block_alignment);
 
 }  // namespace
 
