@@ -20,7 +20,7 @@ using vramkit_test::write_pattern;
 
 namespace {
 
-enum class FaultKind { obtain, copy, move };
+enum class FaultKind { obtain, copy, move, part };
 
 const char* to_string(FaultKind kind) {
   switch (kind) {
@@ -30,6 +30,8 @@ const char* to_string(FaultKind kind) {
       return "copy";
     case FaultKind::move:
       return "move";
+    case FaultKind::part:
+      return "part of a compaction in parts";
   }
   return "?";
 }
@@ -42,6 +44,8 @@ std::uint64_t calls_of(const HostCallCounts& counts, FaultKind kind) {
       return counts.copies;
     case FaultKind::move:
       return counts.moves;
+    case FaultKind::part:
+      return counts.parts;
   }
   return 0;
 }
@@ -54,6 +58,8 @@ HostFaults fault_at(FaultKind kind, std::uint64_t k) {
       return {.copy_at = k};
     case FaultKind::move:
       return {.move_at = k};
+    case FaultKind::part:
+      return {.part_at = k};
   }
   return {};
 }
@@ -166,13 +172,16 @@ void allocate_and_write(Scenario& scenario, std::uint64_t bytes, std::uint64_t k
 }
 
 // Buffers of mixed sizes in `segments` segments of 1 MiB, every third freed: fragmented.
-Build fragmented(std::uint64_t guard_bytes, int buffers, std::uint64_t max_capacity = 4_MiB) {
+Build fragmented(std::uint64_t guard_bytes, int buffers, std::uint64_t max_capacity = 4_MiB,
+                 CompactionParts parts = CompactionParts::automatic) {
   return [=] {
     Scenario scenario;
     scenario.device = make_host_device();
-    scenario.pool = std::make_unique<Pool>(
-        PoolOptions{.capacity_bytes = 1_MiB, .max_capacity_bytes = max_capacity, .guard_bytes = guard_bytes},
-        scenario.device);
+    scenario.pool = std::make_unique<Pool>(PoolOptions{.capacity_bytes = 1_MiB,
+                                                       .max_capacity_bytes = max_capacity,
+                                                       .compaction_parts = parts,
+                                                       .guard_bytes = guard_bytes},
+                                           scenario.device);
     std::vector<Handle> handles;
     for (int i = 0; i < buffers; ++i)
       handles.push_back(scenario.pool->allocate(9_KiB + 5_KiB * (i % 5) + 17 * i));
@@ -252,6 +261,16 @@ TEST_CASE("faults during full, hole, budgeted and segment-releasing compactions 
       CHECK(goal_met);
     };
     CHECK(walk_all_kinds(fragmented(guard, 50, 0), compact) >= 3);
+  }
+  SECTION("full compaction in parts, a later part failing after earlier ones ran") {
+    // Every third block freed over several segments; the parts (32 blocks, then each twice all before)
+    // each run before the next is planned. A part that cannot run must leave the earlier parts'
+    // moves applied (their sources are overwritten by then), not undone.
+    const Operation compact = [](Scenario& scenario) {
+      scenario.pool->compact({.release_empty_segments = false});
+    };
+    CHECK(walk(fragmented(guard, 400, 16_MiB, CompactionParts::always), compact, FaultKind::part) >= 3);
+    CHECK(walk(fragmented(guard, 150, 4_MiB, CompactionParts::always), compact, FaultKind::move) > 10);
   }
   SECTION("hole compaction whose plan takes several phases") {
     // A block moves up into the place another block vacates (a later ticket), while a third moves

@@ -98,7 +98,12 @@ class Device {
   /// executable alone (the prefixes of a compactor::FullPlanner plan are). Then calls `meanwhile`
   /// and waits as execute_moves does; the result indexes all of `moves`. The default plans every
   /// part, then calls execute_moves; the CUDA device queues each part as soon as it is planned.
-  /// If plan_more throws, the parts queued so far are waited for and the exception propagates.
+  /// A part that cannot run once earlier parts have (a failure while it is prepared or queued) ends
+  /// the execution with a result, not an exception: plan_more is still called until it returns
+  /// false, no later part runs, and move_completed marks the moves of the parts that ran. An
+  /// exception propagates only when no move can have run, or when it is not known which did (the
+  /// CUDA device: a failure after a part's move kernel was launched, a sticky error); plan_more must
+  /// not throw (the pool's does not: it stops planning instead, once its layout is whole).
   virtual ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,

@@ -17,6 +17,9 @@ struct HostFaults {
   std::uint64_t obtain_at = 0;
   std::uint64_t copy_at = 0;  ///< Host-device copies and fills.
   std::uint64_t move_at = 0;  ///< Counts moves of chunk plans: the k-th move to start fails before it writes.
+  /// Counts the non-empty parts of execute_moves_in_parts: the k-th throws device_error before it
+  /// runs, as a part the CUDA device cannot queue (its scratch cannot grow) after earlier parts ran.
+  std::uint64_t part_at = 0;
 };
 
 struct HostDeviceOptions {
@@ -30,6 +33,7 @@ struct HostCallCounts {
   std::uint64_t obtains = 0;
   std::uint64_t copies = 0;
   std::uint64_t moves = 0;
+  std::uint64_t parts = 0;
 };
 
 class HostDevice final : public Device {
@@ -47,8 +51,9 @@ class HostDevice final : public Device {
   std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) override;
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override;
   /// Runs each part as soon as it is planned, before the next is (as the CUDA device may), so
-  /// tests see that every prefix of the parts is executable alone. After a failed part, the rest
-  /// is still planned but not run.
+  /// tests see that every prefix of the parts is executable alone. After a failed part (a fault,
+  /// or an exception while it is prepared), the rest is still planned but not run, and the result
+  /// says which moves completed: those of the parts before it, and those of it that did.
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override;

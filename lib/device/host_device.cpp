@@ -120,8 +120,20 @@ ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>&
     more = plan_more(moves);
     const auto part = gsl::span<const compactor::Move>(moves).subspan(planned);
     if (!part.empty() && result.complete) {
-      compactor::make_chunk_plan(part, segment_bases, scratch);
-      ExecutionResult ran = execute(scratch, part.size());
+      ExecutionResult ran;
+      try {  // nothing of the part has run when this throws: the parts before it have
+        {
+          std::lock_guard lock(mutex_);
+          if (++counts_.parts == options_.faults.part_at)
+            throw device_error(detail::message("injected fault: part ", counts_.parts, " cannot be queued"));
+        }
+        compactor::make_chunk_plan(part, segment_bases, scratch);
+        ran = execute(scratch, part.size());
+      } catch (const std::exception& error) {
+        ran.complete = false;
+        ran.error = error.what();
+        ran.move_completed.assign(part.size(), 0);
+      }
       if (!ran.complete) {
         result.complete = false;
         result.error = std::move(ran.error);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <optional>
 
 #include <vramkit/compactor/chunk_plan.hpp>
@@ -191,21 +192,32 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
   std::size_t part_blocks = in_parts ? first_part : SIZE_MAX;
   std::size_t planned_blocks = 0;
-  const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) {
+  std::exception_ptr planning_failed;
+  // Never throws (Device::execute_moves_in_parts): if planning fails (host memory), the moves so
+  // far are a prefix of the plan and run as such; the walk of the segment at hand is finished so
+  // that update_heaps sees all its blocks (the layout has room for them: no allocation), and the
+  // error is raised once the moves that ran are applied.
+  const Device::PlanMore plan_more = [&](std::vector<compactor::Move>& moves) noexcept {
     const auto start = std::chrono::steady_clock::now();
     std::size_t walked = 0;
-    while (segment < segments_.size() && walked < part_blocks) {
-      if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
-      std::vector<compactor::LiveBlock>& blocks = layout[segment];
-      const std::size_t first = blocks.size();
-      const bool segment_done = walk_live_blocks(segment, next, part_blocks - walked, blocks);
-      walked += blocks.size() - first;
-      planner->add(gsl::span<const compactor::LiveBlock>(blocks).subspan(first), moves);
-      if (segment_done) {
-        budget -= planner->bytes_moved();
-        planner.reset();
-        if (++segment < segments_.size()) next = segments_[segment]->heap.first();
+    try {
+      while (segment < segments_.size() && walked < part_blocks) {
+        if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
+        std::vector<compactor::LiveBlock>& blocks = layout[segment];
+        const std::size_t first = blocks.size();
+        const bool segment_done = walk_live_blocks(segment, next, part_blocks - walked, blocks);
+        walked += blocks.size() - first;
+        planner->add(gsl::span<const compactor::LiveBlock>(blocks).subspan(first), moves);
+        if (segment_done) {
+          budget -= planner->bytes_moved();
+          planner.reset();
+          if (++segment < segments_.size()) next = segments_[segment]->heap.first();
+        }
       }
+    } catch (...) {
+      planning_failed = std::current_exception();
+      if (segment < segments_.size()) walk_live_blocks(segment, next, SIZE_MAX, layout[segment]);
+      segment = segments_.size();
     }
     planned_blocks += walked;
     if (part_blocks != SIZE_MAX) {
@@ -216,6 +228,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     return segment < segments_.size();
   };
   apply_moves(scratch.moves, layout, report, &plan_more);
+  if (planning_failed) std::rethrow_exception(planning_failed);
 }
 
 // Executes moves and applies the completed ones to slots and heaps. Throws device_error after

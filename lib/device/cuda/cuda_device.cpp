@@ -157,24 +157,42 @@ class CudaDevice final : public Device {
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
     std::lock_guard lock(mutex_);
+    std::size_t queued = 0;  // moves of the parts queued whole
+    std::string failure;     // why a later part could not be queued
     run_queued(
         [&](Buffers& used) {
-          std::size_t queued = 0;
           for (bool more = true; more;) {
             more = plan_more(moves);
             const auto part = gsl::span<const compactor::Move>(moves).subspan(queued);
-            if (part.empty() || queue_slide(part, segment_bases, used)) {
-              queued = moves.size();
-              continue;
+            if (part.empty()) continue;
+            const std::size_t launches = used.launches;
+            try {
+              if (!queue_slide(part, segment_bases, used)) {
+                while (more) more = plan_more(moves);
+                compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(queued), segment_bases,
+                                           scratch, cuda_detail::chunk_limit(kernel_));
+                queue_plan(scratch, used);
+              }
+            } catch (const std::exception& error) {
+              // The parts before this one are queued and will run: unless nothing ran yet, or a move
+              // kernel of this part was launched (its moves may have run in part), say which moves
+              // complete instead of throwing, so that the pool keeps them. Plan the rest, unrun.
+              if (queued == 0 || used.launches != launches) throw;
+              failure = error.what();
+              while (more) more = plan_more(moves);
+              return;
             }
-            while (more) more = plan_more(moves);
-            compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(queued), segment_bases, scratch,
-                                       cuda_detail::chunk_limit(kernel_));
-            queue_plan(scratch, used);
+            queued = moves.size();
           }
         },
         meanwhile);
-    return {};
+    if (failure.empty()) return {};
+    ExecutionResult result;
+    result.complete = false;
+    result.error = std::move(failure);
+    result.move_completed.assign(moves.size(), 0);
+    std::fill_n(result.move_completed.begin(), queued, std::uint8_t{1});
+    return result;
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -253,6 +271,7 @@ class CudaDevice final : public Device {
     std::size_t staging = 0;  ///< Bytes of staging_ in use.
     std::size_t scratch = 0;  ///< Bytes of scratch_ in use.
     std::size_t parts = 0;    ///< Entries of prepared_events_ in use.
+    std::size_t launches = 0;  ///< Move kernels launched.
     bool moving = false;      ///< A move kernel is queued on stream_.
   };
 
@@ -371,6 +390,7 @@ class CudaDevice final : public Device {
     check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total,
                                           flags, move_blocks_[static_cast<int>(kernel_)], stream_),
           "move kernel launch");
+    ++used.launches;
     used.moving = true;
     return true;
   }
@@ -399,6 +419,7 @@ class CudaDevice final : public Device {
                                             flags + count + phase, flags, move_blocks_[static_cast<int>(kernel)],
                                             stream_),
             "move kernel launch");
+      ++used.launches;
     }
     used.moving = true;
   }
