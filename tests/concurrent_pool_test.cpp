@@ -25,6 +25,16 @@ TEST_CASE("a concurrent pool splits its capacity over its shards", "[concurrent]
                   vramkit::invalid_argument);
 }
 
+TEST_CASE("a capacity fraction is taken of the free memory once and split evenly over the shards",
+          "[concurrent]") {
+  auto device = make_host_device({.capacity_bytes = 64_MiB});
+  ConcurrentPool pool({.pool = {.capacity_fraction = 0.5}, .shards = 8}, device);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(pool.shard(i).statistics().reserved_bytes == 4_MiB);
+  CHECK(pool.statistics().reserved_bytes == 32_MiB);  // as one Pool with the same fraction would take
+  CHECK_THROWS_WITH(ConcurrentPool({.pool = {.capacity_fraction = 1.5}, .shards = 2}, device),
+                    Catch::Contains("1.5"));
+}
+
 TEST_CASE("threads get different home shards and handles route to their owner from any thread", "[concurrent]") {
   ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 4}, make_host_device());
   std::vector<Handle> handles(4);

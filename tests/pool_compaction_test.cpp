@@ -102,6 +102,28 @@ TEST_CASE("compaction empties trailing segments and gives them back", "[compacti
   pool.check_invariants();
 }
 
+TEST_CASE("a budget bounds what a compaction moves, the evacuation of trailing segments included",
+          "[compaction][segments]") {
+  // Segment 0 half empty, segment 1 holding one 128 KiB buffer: evacuating it moves 128 KiB.
+  auto device = make_host_device();
+  Pool pool({.capacity_bytes = 1_MiB, .max_capacity_bytes = 2_MiB, .compact_on_failure = false}, device);
+  std::vector<Handle> first;
+  for (int i = 0; i < 8; ++i) first.push_back(pool.allocate(128_KiB));
+  const Handle second = pool.allocate(128_KiB);
+  REQUIRE(pool.statistics().segments == 2);
+  for (int i = 1; i < 8; i += 2) pool.free(first[i]);
+  write_pattern(pool, second, 77);
+  const std::uint64_t budget = GENERATE(std::uint64_t{0}, 64_KiB, 128_KiB + 256, 1_MiB, UINT64_MAX);
+  INFO("budget " << budget);
+  // Sliding segment 0's buffers down moves 3 x 128 KiB, then the evacuation 128 KiB more.
+  const CompactionReport report = pool.compact({.max_bytes_moved = budget});
+  CHECK(report.bytes_moved <= budget);
+  CHECK(report.segments_released == (budget >= 4 * 128_KiB ? 1u : 0u));
+  CHECK(pool.statistics().segments == (budget >= 4 * 128_KiB ? 1u : 2u));
+  CHECK(holds_pattern(pool, second, 77));
+  pool.check_invariants();
+}
+
 TEST_CASE("a move that fails part way loses no data: walk the fault over every move of a compaction",
           "[compaction][faults]") {
   // Count the moves of the fault-free compaction first. In parts (32 of the 40 live blocks, then

@@ -43,6 +43,25 @@ TEST_CASE("pool takes a fraction of the device's free memory", "[pool]") {
   CHECK(pool.statistics().reserved_bytes == 16_MiB);
 }
 
+TEST_CASE("the largest possible block of a growing pool is the first segment or the growth left beside it",
+          "[pool][errors]") {
+  auto device = make_host_device();
+  {
+    Pool pool({.capacity_bytes = 1_MiB, .max_capacity_bytes = 2_MiB}, device);
+    CHECK(pool.largest_possible_block() == 1_MiB);  // a second segment gets at most 1 MiB too
+    CHECK_THROWS_WITH(pool.allocate(1_MiB + 512_KiB), Catch::Contains("largest possible block is 1 MiB"));
+    CHECK(pool.statistics().segments == 1);
+    CHECK(pool.statistics().compactions == 0);
+  }
+  {
+    Pool pool({.capacity_bytes = 1_MiB, .max_capacity_bytes = 4_MiB}, device);
+    CHECK(pool.largest_possible_block() == 3_MiB);
+    const Handle large = pool.allocate(3_MiB);  // the promise holds
+    CHECK(pool.statistics().segments == 2);
+    pool.free(large);
+  }
+}
+
 TEST_CASE(
     "allocating 0 bytes, a bad alignment or more than the pool can ever hold is a typed error that changes "
     "nothing",

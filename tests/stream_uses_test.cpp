@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <vramkit/errors.hpp>
 #include <vramkit/pool.hpp>
 #include <vramkit/units.hpp>
 
@@ -28,7 +29,12 @@ class UseTracker final : public vramkit_test::ForwardingDevice {
     return last_;
   }
   bool use_ended(UseToken token) override { return token <= ended_through; }
-  void host_wait(UseToken token) override { waited.insert(token); }
+  bool fail_waits = false;       ///< host_wait throws device_error, as a failed cudaEventSynchronize.
+
+  void host_wait(UseToken token) override {
+    if (fail_waits) throw device_error("injected: the wait for a stream use failed");
+    waited.insert(token);
+  }
   void order_after(UseToken token) override { waited.insert(token); }  // the moves wait for it
   void forget(UseToken token) noexcept override {
     if (token > ended_through && !waited.contains(token)) forgotten_early.insert(token);
@@ -98,4 +104,26 @@ TEST_CASE("recorded uses whose work has not ended are never forgotten", "[pool][
   pool.free(kept);
   CHECK(device->recorded.empty());
   CHECK(device->forgotten_early.empty());
+}
+
+TEST_CASE("an unpin whose deferred free cannot wait for the stream changes nothing and can be tried again",
+          "[pool][streams]") {
+  auto device = std::make_shared<UseTracker>();
+  Pool pool({.capacity_bytes = 1_MiB}, device);
+  const Handle buffer = pool.allocate(4096);
+  pool.pin(buffer);
+  REQUIRE(pool.release(buffer, stream));  // the owner lets go while a kernel still has it pinned
+  device->fail_waits = true;
+  CHECK_THROWS_AS(pool.unpin(buffer), device_error);
+  CHECK(pool.valid(buffer));
+  CHECK(pool.statistics().pinned_allocations == 1);
+  CHECK(pool.statistics().live_allocations == 1);
+  device->fail_waits = false;
+  pool.unpin(buffer);  // the last pin: frees it, after the wait
+  CHECK_FALSE(pool.valid(buffer));
+  CHECK(pool.statistics().pinned_allocations == 0);
+  CHECK(pool.statistics().live_allocations == 0);
+  CHECK(device->recorded.empty());
+  CHECK(device->forgotten_early.empty());
+  pool.check_invariants();
 }

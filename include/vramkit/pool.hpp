@@ -126,7 +126,8 @@ class Pool {
   PoolStatistics statistics() const;
   std::vector<BlockInfo> block_map() const;
   std::vector<SegmentInfo> segments() const;
-  /// The largest block this pool could ever hold (its largest possible segment).
+  /// The largest block this pool could ever hold (its largest possible segment): the first
+  /// segment, or all the growth limit leaves beside it, whichever is larger.
   std::uint64_t largest_possible_block() const;
   Device& device() const { return *device_; }
   const PoolOptions& options() const { return options_; }
@@ -186,7 +187,7 @@ class Pool {
   bool walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
                         std::vector<compactor::LiveBlock>& blocks) const;
   std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;
-  void release_trailing_segments(CompactionReport& report);
+  void release_trailing_segments(std::uint64_t max_bytes_moved, CompactionReport& report);
   [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;
 
   PoolOptions options_;

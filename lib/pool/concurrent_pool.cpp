@@ -31,18 +31,25 @@ ConcurrentPool::ConcurrentPool(ConcurrentPoolOptions options, std::shared_ptr<De
   count = std::min(count, 64u);
   PoolOptions shard_options = options.pool;
   const std::uint64_t granule = std::max<std::uint64_t>(shard_options.granularity, 16);
-  if (shard_options.capacity_bytes != 0) {
-    shard_options.capacity_bytes = shard_options.capacity_bytes / count / granule * granule;
-    if (shard_options.capacity_bytes == 0) {
-      throw invalid_argument(detail::message("capacity ", options.pool.capacity_bytes, " split over ", count,
-                                             " shards leaves less than one granule of ", granule, " bytes each"));
+  if (!device) device = make_device();
+  std::uint64_t capacity = shard_options.capacity_bytes;
+  if (capacity == 0) {
+    // The fraction of the free memory now, in bytes, split evenly: shard by shard, each would take
+    // its share of what the shards before it left.
+    const double fraction = shard_options.capacity_fraction;
+    if (!(fraction > 0 && fraction <= 1)) {
+      throw invalid_argument(detail::message("pool capacity is 0 and capacity_fraction is ", fraction,
+                                             "; give capacity_bytes > 0 or a fraction in (0, 1]"));
     }
-  } else {
-    shard_options.capacity_fraction /= count;
+    capacity = static_cast<std::uint64_t>(static_cast<double>(device->memory_info().free_bytes) * fraction);
+  }
+  shard_options.capacity_bytes = capacity / count / granule * granule;
+  if (shard_options.capacity_bytes == 0) {
+    throw invalid_argument(detail::message("capacity ", capacity, " split over ", count,
+                                           " shards leaves less than one granule of ", granule, " bytes each"));
   }
   if (shard_options.max_capacity_bytes != 0) shard_options.max_capacity_bytes /= count;
   if (shard_options.segment_bytes != 0) shard_options.segment_bytes /= count;
-  if (!device) device = make_device();
   shards_.reserve(count);
   for (unsigned index = 0; index < count; ++index) shards_.push_back(std::make_unique<Pool>(shard_options, device));
 }

@@ -69,7 +69,11 @@ Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
     options_.guard_bytes = align_up(options_.guard_bytes, options_.granularity);
   }
   first_segment_bytes_ = capacity;
-  largest_block_ = options_.max_capacity_bytes == 0 ? capacity : std::max(options_.max_capacity_bytes, capacity);
+  // The first segment stays for the pool's life, so a grown segment has at most the rest of the
+  // growth limit (rounded down to the granularity, as grow() rounds).
+  largest_block_ = options_.max_capacity_bytes == 0
+                       ? capacity
+                       : std::max(capacity, (options_.max_capacity_bytes - capacity) & ~(options_.granularity - 1));
   add_segment(capacity);
 }
 
@@ -138,8 +142,16 @@ std::uint64_t Pool::largest_possible_block() const { return largest_block_; }
     entry.offset = cached->offset;
     entry.block = cached->block;
     segments_[cached->segment]->heap.set_tag(cached->block, slot);
-  } else if (!try_place(slot, block_bytes, alignment)) {
-    place_after_failure(slot, bytes, block_bytes, alignment);
+  } else {
+    bool placed = false;
+    try {
+      placed = try_place(slot, block_bytes, alignment);
+    } catch (...) {  // the heap's bookkeeping ran out of host memory: no slot without a block
+      table_->release(slot);
+      ++failures_;
+      throw;
+    }
+    if (!placed) place_after_failure(slot, bytes, block_bytes, alignment);
   }
   if (options_.guard_bytes != 0) {
     try {
@@ -353,9 +365,13 @@ void Pool::unpin(Handle handle, Stream stream) {
     throw state_error(detail::message("unpin of buffer {slot ", slot, "}, which is not pinned"));
   }
   if (stream != nullptr) record_use(slot, stream);
+  const bool frees = entry.pins == 1 && entry.kind == SlotKind::buffer && entry.free_when_unpinned;
+  // The wait that freeing needs comes first: if it fails, the pin is still held and nothing else
+  // changed (the use just recorded stays recorded), so the unpin can be tried again.
+  if (frees && entry.pending_uses != 0) finish_pending_uses(slot);
   if (--entry.pins == 0 && entry.kind == SlotKind::buffer) {
     --pinned_;
-    if (entry.free_when_unpinned) free_locked(slot, lock);
+    if (frees) free_locked(slot, lock);
   }
 }
 

@@ -144,7 +144,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   scratch.moves.clear();
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
-    if (options.release_empty_segments) release_trailing_segments(report);
+    if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);
   } else {
     live_layout(scratch.layout);
     const auto planning = std::chrono::steady_clock::now();
@@ -387,8 +387,9 @@ void Pool::update_heaps(const std::vector<compactor::Move>& moves, const Executi
   }
 }
 
-// Empties trailing segments into the others and gives them back to the device. Segment 0 stays.
-void Pool::release_trailing_segments(CompactionReport& report) {
+// Empties trailing segments into the others and gives them back to the device, as long as what
+// the call moves in all stays within max_bytes_moved. Segment 0 stays.
+void Pool::release_trailing_segments(std::uint64_t max_bytes_moved, CompactionReport& report) {
   while (segments_.size() > 1) {
     const std::size_t victim = segments_.size() - 1;
     if (segments_[victim]->heap.statistics().allocated_blocks != 0) {
@@ -396,6 +397,9 @@ void Pool::release_trailing_segments(CompactionReport& report) {
       live_layout(blocks);
       auto plan = compactor::plan_evacuation(layouts(blocks), victim);
       if (!plan) return;
+      std::uint64_t plan_bytes = 0;
+      for (const compactor::Move& move : *plan) plan_bytes += move.bytes;
+      if (report.bytes_moved > max_bytes_moved || plan_bytes > max_bytes_moved - report.bytes_moved) return;
       apply_moves(*plan, blocks, report);
       if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;
     }

@@ -45,6 +45,26 @@ TEST_CASE("compaction on the GPU keeps every live byte over random operation seq
   }
 }
 
+TEST_CASE("the CUDA device refuses a chunk plan its kernels cannot move, and moves one they can",
+          "[gpu][compaction]") {
+  auto device = make_cuda_device();
+  const Region region = device->obtain(8_MiB);
+  const std::vector<std::byte> data = vramkit_test::pattern(5, 2_MiB);
+  device->copy_from_host(region.address, data.data(), data.size(), nullptr);
+  const compactor::CopyRange move{.source = region.address, .destination = region.address + 4_MiB, .bytes = 2_MiB};
+  const compactor::ChunkPlan large = compactor::make_chunk_plan({&move, 1}, 1 << 20);
+  CHECK_THROWS_WITH(device->execute(large, 1), Catch::Contains("1048576") && Catch::Contains("65536"));
+  const compactor::CopyRange odd{.source = region.address + 8, .destination = region.address + 6_MiB, .bytes = 4096};
+  CHECK_THROWS_AS(device->execute(compactor::make_chunk_plan({&odd, 1}), 1), vramkit::invalid_argument);
+  std::vector<std::byte> back(2_MiB);
+  device->copy_to_host(back.data(), region.address + 4_MiB, back.size(), nullptr);
+  CHECK(back != data);  // nothing was moved
+  CHECK(device->execute(compactor::make_chunk_plan({&move, 1}), 1).complete);
+  device->copy_to_host(back.data(), region.address + 4_MiB, back.size(), nullptr);
+  CHECK(back == data);
+  device->release(region);
+}
+
 TEST_CASE("large overlapping slides on the GPU keep memmove semantics", "[gpu][compaction]") {
   Pool pool({.capacity_bytes = 1_GiB}, make_cuda_device());
   // Displacements: under one chunk, exactly one chunk, just under the block size, over it.

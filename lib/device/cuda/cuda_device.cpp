@@ -133,7 +133,18 @@ class CudaDevice final : public Device {
                                       copy.begin());
   }
 
+  // A caller's own plan: the move kernels copy 16-byte vectors, at most max_chunk_bytes a chunk
+  // (what the pool's plans always are); anything else is refused before anything is queued.
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
+    for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
+      const compactor::Chunk& chunk = plan.chunks[index];
+      if (chunk.bytes > cuda_detail::max_chunk_bytes || ((chunk.bytes | chunk.source | chunk.destination) & 15) != 0) {
+        throw invalid_argument(detail::message("chunk ", index, " of ", chunk.bytes, " bytes from ", chunk.source,
+                                               " to ", chunk.destination, ": the CUDA device moves chunks of at most ",
+                                               cuda_detail::max_chunk_bytes,
+                                               " bytes, multiples of 16 at 16-byte-aligned addresses"));
+      }
+    }
     std::lock_guard lock(mutex_);
     run_queued([&](Buffers& used) { queue_plan(plan, used); }, nullptr);
     return {};
