@@ -219,3 +219,12 @@ TEST_CASE("batch images keep the plan's pitch, as pixels or as channels", "[batc
   CHECK_THROWS_AS(batch.image<std::uint16_t>("rgb"), invalid_argument);
   CHECK_THROWS_AS(batch.image<float>("weights"), invalid_argument);
 }
+
+TEST_CASE("a batch image too wide for a 32-bit view is refused, not truncated", "[batch][errors]") {
+  MemoryPlan plan({"only"});
+  plan.add_image<std::uint8_t>("wide", std::uint64_t{1} << 32, 1, 1, "only", "only");
+  const PlanSolution solution = solve(plan);
+  Pool pool({.capacity_bytes = 8_GiB}, make_virtual_device());  // bookkeeping only: no 4 GiB of RAM
+  PlannedBatch batch(pool, plan, solution);
+  CHECK_THROWS_WITH(batch.image<std::uint8_t>("wide"), Contains("4294967296") && Contains("4294967295"));
+}

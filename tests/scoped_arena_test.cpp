@@ -133,6 +133,9 @@ TEST_CASE("nested arenas carve from the parent's top and give it back in LIFO or
   ArenaBuffer<std::uint32_t> kept = frame.allocate<std::uint32_t>(1000);
   kept.upload(iota_from(1, 1000));
   const std::uint64_t frame_used = frame.used_bytes();
+  CHECK_THROWS_WITH(ScopedArena(frame, 0, "empty"), Catch::Contains("0 bytes"));
+  CHECK(frame.used_bytes() == frame_used);
+  CHECK(frame.statistics().live_children == 0);
   {
     ScopedArena scratch(frame, 256_KiB, "scratch");
     CHECK(scratch.address() >= frame.address() + frame_used);

@@ -3,8 +3,11 @@
 // PlannedBatch. The memory belongs to a pinned region (a pool block of kind arena, which the
 // compactor never moves), so the device pointer stays valid for as long as the region lives; nothing
 // is freed when a view ends. Copies go through the pool on the region's handle at the view's offset:
-// they are range-checked by the pool, and a view used after its region was released raises
-// invalid_handle instead of touching reused memory.
+// they are range-checked by the pool, and a view used after its region went back to the pool (a
+// root arena or a batch released) raises invalid_handle instead of touching reused memory. Within
+// a live region nothing is checked: a view taken before its arena's reset(), or from a child arena
+// that has since gone, still reaches the same bytes, which may have been handed out again (like a
+// pointer into a stack frame that has returned). Take views for the scope that owns them.
 // Cost: a pool pointer, a handle, an offset, an address and a count (images: width, height, pitch).
 #include <cstddef>
 #include <cstdint>

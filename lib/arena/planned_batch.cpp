@@ -118,11 +118,23 @@ std::uint64_t PlannedBatch::image_row_values(std::size_t index, std::size_t valu
     throw invalid_argument(detail::message("buffer '", buffer.name, "' was not declared with add_image"));
   }
   const ImageLayout& layout = *buffer.image;
-  if (value_bytes == layout.channels * layout.element_bytes) return layout.width;
-  if (value_bytes == layout.element_bytes) return layout.width * layout.channels;
-  throw invalid_argument(detail::message("image '", buffer.name, "' has ", layout.channels, " channel(s) of ",
-                                         layout.element_bytes, " bytes; a pixel type of ", value_bytes,
-                                         " bytes matches neither a pixel nor a channel"));
+  std::uint64_t values = 0;
+  if (value_bytes == layout.channels * layout.element_bytes) {
+    values = layout.width;
+  } else if (value_bytes == layout.element_bytes) {
+    values = layout.width * layout.channels;
+  } else {
+    throw invalid_argument(detail::message("image '", buffer.name, "' has ", layout.channels, " channel(s) of ",
+                                           layout.element_bytes, " bytes; a pixel type of ", value_bytes,
+                                           " bytes matches neither a pixel nor a channel"));
+  }
+  // An ArenaImage counts rows and values a row in 32 bits.
+  constexpr std::uint64_t most = 0xFFFFFFFFu;
+  if (values > most || layout.height > most) {
+    throw invalid_argument(detail::message("image '", buffer.name, "' of ", values, " values a row x ", layout.height,
+                                           " rows: an image view holds at most ", most, " of each"));
+  }
+  return values;
 }
 
 }  // namespace vramkit
