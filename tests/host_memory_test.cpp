@@ -39,13 +39,42 @@ int walk_host_allocations(Operation&& operation, Check&& check) {
 }
 }  // namespace
 
+// clang's static ThreadSanitizer runtime defines these operators itself (a duplicate definition
+// at link time): there the walks run without failures and check only that nothing breaks.
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VRAMKIT_TEST_KEEP_OPERATOR_NEW 1
+#endif
+#endif
+#ifndef VRAMKIT_TEST_KEEP_OPERATOR_NEW
+constexpr bool can_fail_host_allocations = true;
 void* operator new(std::size_t bytes) {
   if (allocations_until_failure >= 0 && allocations_until_failure-- == 0) throw std::bad_alloc();
   if (void* memory = std::malloc(bytes != 0 ? bytes : 1)) return memory;
   throw std::bad_alloc();
 }
+// Every other unaligned form, so that each allocation and its release use the same heap (a
+// sanitizer's own nothrow or array new freed by this delete is an alloc-dealloc mismatch).
+void* operator new[](std::size_t bytes) { return ::operator new(bytes); }
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(bytes);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept {
+  return ::operator new(bytes, std::nothrow);
+}
 void operator delete(void* memory) noexcept { std::free(memory); }
+void operator delete[](void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
+void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+void operator delete[](void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+#else
+constexpr bool can_fail_host_allocations = false;
+#endif
 
 using namespace vramkit;
 using vramkit_test::holds_pattern;
@@ -74,13 +103,13 @@ TEST_CASE("an allocation that runs out of host memory leaves no slot behind and 
     }
   }
   INFO("allocations that ran out of host memory: " << failures);
-  CHECK(failures > 3);
+  if (can_fail_host_allocations) CHECK(failures > 3);
   CHECK(pool.statistics().live_allocations == handles.size());
   pool.check_invariants();
 }
 
 TEST_CASE("a compaction in parts that runs out of host memory part way loses no byte", "[compaction][host-memory]") {
-  // Buffers over two segments with a pinned one late in the first (the planner then lists a gap,
+  // Buffers over two segments with a pinned one amid the first (the planner then lists a gap,
   // which allocates), every third freed, compacted in parts: the first parts run before the rest
   // is planned, so a failure after them must keep their moves.
   const auto build = [] {
@@ -98,7 +127,7 @@ TEST_CASE("a compaction in parts that runs out of host memory part way loses no 
         live.emplace_back(all[i], 100 + i);
       }
     }
-    pool->pin(live[150].first);
+    pool->pin(live[60].first);  // in the middle of the first segment, inside the second part
     return std::make_pair(std::move(pool), std::move(live));
   };
   int failures = 0;
@@ -116,9 +145,11 @@ TEST_CASE("a compaction in parts that runs out of host memory part way loses no 
     }
     allocations_until_failure = -1;
     for (const auto& [handle, key] : live) REQUIRE(holds_pattern(*pool, handle, key));
+    // The heaps still list every live block: the planner finished its walk before the update.
+    pool->check_invariants();
     if (!failed) break;
     ++failures;
   }
   INFO("compactions that ran out of host memory: " << failures);
-  CHECK(failures > 5);
+  if (can_fail_host_allocations) CHECK(failures > 5);
 }

@@ -155,6 +155,9 @@ ExecutionResult HostDevice::execute_shuffled(const compactor::ChunkPlan& plan) {
   std::mt19937_64 random(options_.shuffle_seed++);
   std::vector<std::uint8_t> has_read(plan.chunks.size(), 0);
   std::vector<std::vector<std::byte>> held(plan.chunks.size());
+  // Every buffer before the first write: running out of host memory part way would leave some
+  // chunks written and the plan reported as not run (execute_moves_in_parts).
+  for (std::size_t index = 0; index < plan.chunks.size(); ++index) held[index].reserve(plan.chunks[index].bytes);
   for (std::size_t phase = 0; phase < plan.phases(); ++phase) {
     std::vector<std::uint32_t> unread, unwritten;
     for (std::uint32_t index = plan.phase_begin[phase]; index < plan.phase_begin[phase + 1]; ++index) {
@@ -176,8 +179,7 @@ ExecutionResult HostDevice::execute_shuffled(const compactor::ChunkPlan& plan) {
         if (ready(index)) {
           const auto& chunk = plan.chunks[index];
           std::memcpy(as_pointer(chunk.destination), held[index].data(), chunk.bytes);
-          held[index].clear();
-          held[index].shrink_to_fit();
+          held[index] = {};
           unwritten[pick] = unwritten.back();
           unwritten.pop_back();
           wrote = true;
