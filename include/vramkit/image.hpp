@@ -34,7 +34,7 @@ class Image {
  public:
   Image() = default;
   /// Every row starts at a multiple of `row_alignment`: the pitch is rounded up to it and the pixels'
-  /// block is aligned to it (at least 256). Throws invalid_argument for a zero width or height, a
+  /// block is aligned to it (the pool raises it to its granularity). Throws invalid_argument for a zero width or height, a
   /// size that overflows, or a row alignment that is not a power of two or exceeds the pool's
   /// largest block alignment (2 MiB).
   Image(Pool& pool, std::uint32_t width, std::uint32_t height, std::uint64_t row_alignment = 256)
@@ -50,7 +50,7 @@ class Image {
       throw invalid_argument(detail::message("image of ", width, " x ", height, " pixels with rows of ",
                                              pitch_bytes_, " bytes overflows 64-bit byte counts"));
     }
-    pixels_ = DeviceBuffer<std::byte>(pool, pitch_bytes_ * height, row_alignment < 256 ? 256 : row_alignment);
+    pixels_ = DeviceBuffer<std::byte>(pool, pitch_bytes_ * height, row_alignment);
   }
 
   std::uint32_t width() const noexcept { return width_; }

@@ -10,6 +10,8 @@
 #include <vramkit/errors.hpp>
 #include <vramkit/units.hpp>
 
+#include "pool/pool_segment.hpp"
+
 namespace vramkit {
 namespace {
 
@@ -32,17 +34,11 @@ ConcurrentPool::ConcurrentPool(ConcurrentPoolOptions options, std::shared_ptr<De
   PoolOptions shard_options = options.pool;
   const std::uint64_t granule = std::max<std::uint64_t>(shard_options.granularity, 16);
   if (!device) device = make_device();
-  std::uint64_t capacity = shard_options.capacity_bytes;
-  if (capacity == 0) {
-    // The fraction of the free memory now, in bytes, split evenly: shard by shard, each would take
-    // its share of what the shards before it left.
-    const double fraction = shard_options.capacity_fraction;
-    if (!(fraction > 0 && fraction <= 1)) {
-      throw invalid_argument(detail::message("pool capacity is 0 and capacity_fraction is ", fraction,
-                                             "; give capacity_bytes > 0 or a fraction in (0, 1]"));
-    }
-    capacity = static_cast<std::uint64_t>(static_cast<double>(device->memory_info().free_bytes) * fraction);
-  }
+  // A fraction of the free memory is taken once and split evenly: shard by shard, each would take
+  // its share of what the shards before it left.
+  const std::uint64_t capacity = shard_options.capacity_bytes != 0
+                                     ? shard_options.capacity_bytes
+                                     : capacity_of_fraction(shard_options.capacity_fraction, *device);
   shard_options.capacity_bytes = capacity / count / granule * granule;
   if (shard_options.capacity_bytes == 0) {
     throw invalid_argument(detail::message("capacity ", capacity, " split over ", count,

@@ -18,8 +18,6 @@ bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value
 std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
   return (value + alignment - 1) & ~(alignment - 1);
 }
-constexpr std::uint64_t max_alignment = segment_alignment;
-static_assert(max_alignment == max_block_alignment);
 
 }  // namespace
 
@@ -31,6 +29,14 @@ const char* to_string(BlockState state) {
     case BlockState::arena: return "arena";
   }
   return "unknown";
+}
+
+std::uint64_t capacity_of_fraction(double fraction, Device& device) {
+  if (!(fraction > 0 && fraction <= 1)) {
+    throw invalid_argument(detail::message("pool capacity is 0 and capacity_fraction is ", fraction,
+                                           "; give capacity_bytes > 0 or a fraction in (0, 1]"));
+  }
+  return static_cast<std::uint64_t>(static_cast<double>(device.memory_info().free_bytes) * fraction);
 }
 
 Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
@@ -45,16 +51,10 @@ Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
   }
   std::uint64_t capacity = options_.capacity_bytes;
   if (capacity == 0) {
-    if (!(options_.capacity_fraction > 0 && options_.capacity_fraction <= 1)) {
-      throw invalid_argument(detail::message("pool capacity is 0 and capacity_fraction is ", options_.capacity_fraction,
-                                             "; give capacity_bytes > 0 or a fraction in (0, 1]"));
-    }
-    const DeviceMemoryInfo memory = device_->memory_info();
-    capacity = static_cast<std::uint64_t>(static_cast<double>(memory.free_bytes) * options_.capacity_fraction);
-    capacity &= ~(options_.granularity - 1);
+    capacity = capacity_of_fraction(options_.capacity_fraction, *device_) & ~(options_.granularity - 1);
     if (capacity == 0) {
-      throw invalid_argument(detail::message("capacity_fraction ", options_.capacity_fraction, " of ",
-                                             format_bytes(memory.free_bytes), " free is 0 bytes"));
+      throw invalid_argument(detail::message("capacity_fraction ", options_.capacity_fraction,
+                                             " of the device's free memory is 0 bytes"));
     }
   }
   capacity = align_up(capacity, options_.granularity);
@@ -117,8 +117,9 @@ std::uint64_t Pool::largest_possible_block() const { return largest_block_; }
 [[gnu::always_inline]] inline Handle Pool::allocate_locked(std::uint64_t bytes, std::uint64_t alignment,
                                                            bool pinned, const Lock&) {
   if (bytes == 0) throw invalid_argument("allocation of 0 bytes; an empty DeviceBuffer holds no block");
-  if (!is_power_of_two(alignment) || alignment > max_alignment) {
-    throw invalid_argument(detail::message("alignment ", alignment, " is not a power of two up to ", max_alignment));
+  if (!is_power_of_two(alignment) || alignment > max_block_alignment) {
+    throw invalid_argument(
+        detail::message("alignment ", alignment, " is not a power of two up to ", max_block_alignment));
   }
   alignment = std::max(alignment, options_.granularity);
   ++requests_;

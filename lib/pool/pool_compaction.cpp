@@ -397,9 +397,9 @@ void Pool::release_trailing_segments(std::uint64_t max_bytes_moved, CompactionRe
       live_layout(blocks);
       auto plan = compactor::plan_evacuation(layouts(blocks), victim);
       if (!plan) return;
-      std::uint64_t plan_bytes = 0;
-      for (const compactor::Move& move : *plan) plan_bytes += move.bytes;
-      if (report.bytes_moved > max_bytes_moved || plan_bytes > max_bytes_moved - report.bytes_moved) return;
+      if (report.bytes_moved > max_bytes_moved ||
+          compactor::bytes_moved(*plan) > max_bytes_moved - report.bytes_moved)
+        return;
       apply_moves(*plan, blocks, report);
       if (segments_[victim]->heap.statistics().allocated_blocks != 0) return;
     }

@@ -9,8 +9,12 @@
 namespace vramkit {
 
 /// Offsets aligned to this (or less) within a segment are aligned as device addresses: a segment's
-/// base is a multiple of it. It is also the largest alignment the pool serves.
-inline constexpr std::uint64_t segment_alignment = 2ull << 20;
+/// base is a multiple of it, the largest alignment the pool serves.
+inline constexpr std::uint64_t segment_alignment = max_block_alignment;
+
+/// capacity_fraction of the device's free memory now, in bytes (not rounded), for a pool or a
+/// ConcurrentPool whose capacity_bytes is 0. Throws invalid_argument for a fraction outside (0, 1].
+std::uint64_t capacity_of_fraction(double fraction, Device& device);
 
 /// Invariant: base is a multiple of segment_alignment, and [base, base + heap.capacity()) lies
 /// inside region.
