@@ -2,7 +2,9 @@
 // the two shared PyTorch traces replayed at a fixed capacity without a failed request.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -43,17 +45,23 @@ const std::string three_and_a_hole =
     "f,12,1048576,0\n"
     "f,13,2097152,0\n";
 
-std::filesystem::path traces_dir() {
+// The shared traces folder, or nothing (with a warning) when it is missing and the run does not
+// require it: a clone away from shared/ (a new user's) still passes; CI sets VRAMKIT_REQUIRE_TRACES.
+std::optional<std::filesystem::path> traces_dir() {
 #ifndef VRAMKIT_TRACES_DIR
   FAIL("VRAMKIT_TRACES_DIR is not defined (tests/CMakeLists.txt sets it to shared/traces)");
   return {};
 #else
   const std::filesystem::path dir = VRAMKIT_TRACES_DIR;
-  if (!std::filesystem::is_directory(dir)) {
+  if (std::filesystem::is_directory(dir)) return dir;
+  if (std::getenv("VRAMKIT_REQUIRE_TRACES") != nullptr) {
     FAIL("the shared traces folder " << dir.string()
                                      << " is missing; CI must check out shared/ beside the repository");
   }
-  return dir;
+  WARN("the shared traces folder " << dir.string()
+                                   << " is missing: the trace replays did not run (configure with "
+                                      "-DVRAMKIT_TRACES_DIR=..., or set VRAMKIT_REQUIRE_TRACES to make this a failure)");
+  return std::nullopt;
 #endif
 }
 
@@ -172,7 +180,9 @@ TEST_CASE("host replay with verification checks patterns through a compaction", 
 // virtual device; image_pipeline (509 MiB) replays on the host device with every byte verified.
 TEST_CASE("both shared PyTorch traces replay at 1.05x peak live without a failed request",
           "[replay][traces]") {
-  const std::filesystem::path dir = traces_dir();
+  const std::optional<std::filesystem::path> found = traces_dir();
+  if (!found) return;
+  const std::filesystem::path& dir = *found;
   SECTION("resnet_train, virtual device") {
     const Trace trace = read_trace_file(dir / "resnet_train.csv");
     const ReplayResult result =
