@@ -10,6 +10,7 @@
 
 #include "support/move_executor.hpp"
 #include "vramkit/compactor/chunk_plan.hpp"
+#include "vramkit/errors.hpp"
 #include "vramkit/units.hpp"
 
 using namespace vramkit;
@@ -188,6 +189,33 @@ TEST_CASE("a move going up runs in a later phase than the moves whose sources it
   for (std::size_t i = 0; i < plan.chunks.size(); ++i)
     REQUIRE(phase_of_chunk(plan, i) == 2 - plan.chunks[i].move);
   check_waits_by_brute_force(plan);
+}
+
+TEST_CASE("after the first k phases, the moves with every chunk in them are complete", "[chunk_plan]") {
+  // As above: C (move 2) runs in phase 0, B (move 1) in phase 1, A (move 0) in phase 2.
+  const std::vector<CopyRange> moves = {{0, 512, 1024}, {1024, 1536, 1024}, {2048, 8192, 1024}};
+  const ChunkPlan plan = make_chunk_plan(moves, 1024);
+  REQUIRE(plan.phases() == 3);
+  using Completed = std::vector<std::uint8_t>;
+  CHECK(moves_completed_by_phases(plan, 0, 3) == Completed{0, 0, 0});
+  CHECK(moves_completed_by_phases(plan, 1, 3) == Completed{0, 0, 1});
+  CHECK(moves_completed_by_phases(plan, 2, 3) == Completed{0, 1, 1});
+  CHECK(moves_completed_by_phases(plan, 3, 3) == Completed{1, 1, 1});
+  CHECK(moves_completed_by_phases(plan, 1, 4) == Completed{0, 0, 1, 0});  // a move without chunks never ran
+  // One move over many phases: complete only once its last phase has run.
+  const std::vector<CopyRange> up = {{0, 4096, 16384}};
+  const ChunkPlan split = make_chunk_plan(up, 1024);
+  REQUIRE(split.phases() > 1);
+  CHECK(moves_completed_by_phases(split, split.phases() - 1, 1) == Completed{0});
+  CHECK(moves_completed_by_phases(split, split.phases(), 1) == Completed{1});
+}
+
+TEST_CASE("check_move_indices names a chunk whose move is not among the plan's moves", "[chunk_plan]") {
+  const std::vector<CopyRange> moves = {{0, 512, 1024}, {1024, 1536, 1024}, {2048, 8192, 1024}};
+  const ChunkPlan plan = make_chunk_plan(moves, 1024);
+  CHECK_NOTHROW(check_move_indices(plan, 3));
+  CHECK_THROWS_AS(check_move_indices(plan, 2), vramkit::invalid_argument);
+  CHECK_THROWS_WITH(check_move_indices(plan, 2), Catch::Contains("move 2") && Catch::Contains("one of 2 moves"));
 }
 
 TEST_CASE("a 64 MiB block moving up by 1 MiB needs one phase per 1 MiB of it", "[chunk_plan]") {

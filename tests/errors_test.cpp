@@ -98,3 +98,20 @@ TEST_CASE("a DeviceBuffer of a pool too small is out_of_memory and holds nothing
   CHECK_THROWS_AS(DeviceBuffer<float>(pool, 1u << 20), out_of_memory);
   CHECK(pool.statistics().live_allocations == 0);
 }
+
+TEST_CASE("a chunk plan whose chunks name more moves than given is refused before anything moves", "[errors]") {
+  auto device = make_host_device();
+  const Region region = device->obtain(64_KiB);
+  const std::vector<std::byte> data = vramkit_test::pattern(3, 16_KiB);
+  device->fill(region.address, std::byte{0}, region.bytes, nullptr);
+  device->copy_from_host(region.address, data.data(), data.size(), nullptr);
+  const compactor::CopyRange moves[] = {{region.address, region.address + 32_KiB, 8_KiB},
+                                        {region.address + 8_KiB, region.address + 48_KiB, 8_KiB}};
+  const compactor::ChunkPlan plan = compactor::make_chunk_plan(moves);
+  CHECK_THROWS_WITH(device->execute(plan, 1), Catch::Contains("move 1") && Catch::Contains("one of 1 moves"));
+  std::vector<std::byte> after(48_KiB);
+  device->copy_to_host(after.data(), region.address, after.size(), nullptr);
+  CHECK(std::equal(data.begin(), data.end(), after.begin()));
+  CHECK(std::all_of(after.begin() + 32_KiB, after.end(), [](std::byte b) { return b == std::byte{0}; }));
+  device->release(region);
+}

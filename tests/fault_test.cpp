@@ -12,6 +12,7 @@
 #include <vramkit/units.hpp>
 
 #include "support/patterns.hpp"
+#include "support/phased_hole_layout.hpp"
 
 using namespace vramkit;
 using vramkit_test::holds_pattern;
@@ -273,41 +274,20 @@ TEST_CASE("faults during full, hole, budgeted and segment-releasing compactions 
     CHECK(walk(fragmented(guard, 150, 4_MiB, CompactionParts::always), compact, FaultKind::move) > 10);
   }
   SECTION("hole compaction whose plan takes several phases") {
-    // A block moves up into the place another block vacates (a later ticket), while a third moves
-    // down over the first one's source: without whole-move phases a fault between the phases left
-    // the first block half here, half there (heap rebuild failed; a buffer lost).
-    constexpr std::uint64_t S = 2048;
+    // Without whole-move phases a fault between the phases left a block half here, half there
+    // (heap rebuild failed; a buffer lost).
     const Build build = [guard] {
       Scenario scenario;
       scenario.device = make_host_device();
       scenario.pool = std::make_unique<Pool>(
-          PoolOptions{.capacity_bytes = 624 * S, .compact_on_failure = false, .guard_bytes = guard,
-                      .free_cache_bytes = 0},
+          PoolOptions{.capacity_bytes = vramkit_test::PhasedHoleLayout::capacity_bytes, .compact_on_failure = false,
+                      .guard_bytes = guard, .free_cache_bytes = 0},
           scenario.device);
-      struct Block {
-        std::uint64_t bytes, alignment;
-        bool keep;
-      };
-      const Block blocks[] = {{80 * S, 256, false},     {16 * S, 256, true},  {160 * S, 256, true},
-                              {64 * S, 256, true},      {64 * S, 256, true},  {48 * S, 128 * S, true},
-                              {80 * S, 256, false},     {64 * S, 128 * S, true}, {48 * S, 256, false}};
-      // Blocks of exactly these sizes, margins included, back to back from offset 0; then the gaps go.
-      std::vector<Handle> handles;
-      for (const Block& block : blocks)
-        handles.push_back(scenario.pool->allocate(block.bytes - scenario.pool->options().guard_bytes, block.alignment));
-      std::uint64_t key = 1;
-      for (std::size_t index = 0; index < handles.size(); ++index) {
-        if (!blocks[index].keep) {
-          scenario.pool->free(handles[index]);
-          continue;
-        }
-        write_pattern(*scenario.pool, handles[index], key);
-        scenario.live.emplace_back(handles[index], key++);
-      }
+      scenario.live = vramkit_test::build_phased_hole_layout(*scenario.pool);
       return scenario;
     };
     const Operation compact = [](Scenario& scenario) {
-      scenario.pool->compact({.goal = CompactGoal::hole, .hole_bytes = 192 * S, .hole_alignment = 128 * S});
+      scenario.pool->compact(vramkit_test::PhasedHoleLayout::compaction());
     };
     CHECK(walk(build, compact, FaultKind::move) >= 4);
   }

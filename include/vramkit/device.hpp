@@ -72,7 +72,10 @@ class Device {
   virtual std::uint64_t find_mismatch(std::uint64_t address, std::byte value, std::uint64_t bytes) = 0;
 
   /// Runs every chunk of the plan (phases in order) after all work that order_after() named, and
-  /// returns once the moved bytes are in place.
+  /// returns once the moved bytes are in place. A phase that cannot start after earlier ones ran
+  /// (the CUDA device: a launch refused) ends the execution with a result that marks the moves
+  /// whose every chunk ran (compactor::moves_completed_by_phases); an exception means no move ran,
+  /// or that which did is not known.
   virtual ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) = 0;
 
   /// Runs the planner's moves with memmove semantics, as execute() runs a plan (a move's addresses
@@ -100,10 +103,11 @@ class Device {
   /// part, then calls execute_moves; the CUDA device queues each part as soon as it is planned.
   /// A part that cannot run once earlier parts have (a failure while it is prepared or queued) ends
   /// the execution with a result, not an exception: plan_more is still called until it returns
-  /// false, no later part runs, and move_completed marks the moves of the parts that ran. An
-  /// exception propagates only when no move can have run, or when it is not known which did (the
-  /// CUDA device: a failure after a part's move kernel was launched, a sticky error); plan_more must
-  /// not throw (the pool's does not: it stops planning instead, once its layout is whole).
+  /// false, no later part runs, and move_completed marks the moves of the parts that ran (and of a
+  /// part's phases that ran before one failed to start). An exception propagates only when no move
+  /// can have run, or when it is not known which did (the CUDA device: a sticky error, which loses
+  /// the context anyway); plan_more must not throw (the pool's does not: it stops planning
+  /// instead, once its layout is whole).
   virtual ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,

@@ -18,6 +18,9 @@
 #include <gsl/assert>
 #include <gsl/narrow>
 
+#include <vramkit/detail/message.hpp>
+#include <vramkit/errors.hpp>
+
 #include "compactor/chunk_plan_paths.hpp"
 
 namespace vramkit::compactor {
@@ -294,6 +297,31 @@ namespace vramkit::compactor {
 
 // Re-derives every dependency from the addresses, independently of how make_chunk_plan found them.
 // Cost: O(c log c).
+void check_move_indices(const ChunkPlan& plan, std::size_t move_count) {
+  for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
+    if (plan.chunks[index].move >= move_count) {
+      throw invalid_argument(vramkit::detail::message("chunk ", index, " belongs to move ", plan.chunks[index].move,
+                                             "; the plan was given as one of ", move_count, " moves"));
+    }
+  }
+}
+
+std::vector<std::uint8_t> moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run,
+                                                    std::size_t move_count) {
+  Expects(phases_run <= plan.phases());
+  const std::size_t run_end = phases_run == 0 ? 0 : plan.phase_begin[phases_run];
+  std::vector<std::uint8_t> completed(move_count, 0);
+  for (std::size_t index = 0; index < run_end; ++index) {
+    Expects(plan.chunks[index].move < move_count);
+    completed[plan.chunks[index].move] = 1;
+  }
+  for (std::size_t index = run_end; index < plan.chunks.size(); ++index) {
+    Expects(plan.chunks[index].move < move_count);
+    completed[plan.chunks[index].move] = 0;
+  }
+  return completed;
+}
+
 void ChunkPlan::validate() const {
   auto fail = [](const std::string& what) { throw std::logic_error("ChunkPlan: " + what); };
   auto chunk_text = [&](std::size_t i) {

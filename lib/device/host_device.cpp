@@ -83,6 +83,7 @@ std::uint64_t HostDevice::find_mismatch(std::uint64_t address, std::byte value, 
 // earlier ticket of its phase, so it has already read. Moves complete in source order, so a fault
 // at a move boundary leaves the completed moves done and the others untouched.
 ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_t moves) {
+  compactor::check_move_indices(plan, moves);
   if (options_.shuffle_seed != 0 && options_.faults.move_at == 0) return execute_shuffled(plan);
   std::vector<std::uint32_t> chunks_left(moves, 0);
   for (const auto& chunk : plan.chunks) ++chunks_left[chunk.move];

@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 #include <vramkit/vramkit.hpp>
 
 #include "gpu/gpu_kernels.hpp"
 #include "support/compaction_property.hpp"
 #include "support/patterns.hpp"
+#include "support/phased_hole_layout.hpp"
 
 using namespace vramkit;
 using namespace vramkit_gpu_test;
@@ -119,6 +121,48 @@ TEST_CASE("allocation on the GPU fails over to a hole made by a minimal compacti
   const Handle big = pool.allocate(8_MiB);
   CHECK(pool.size(big) == 8_MiB);
   for (int i = 1; i < 64; i += 2) CHECK(vramkit_test::holds_pattern(pool, handles[i], i));
+}
+
+TEST_CASE("a move-kernel launch refused after earlier phases ran keeps their moves, and every buffer intact",
+          "[gpu][compaction][faults]") {
+  // The test hook VRAMKIT_CUDA_FAIL_MOVE_LAUNCH=k refuses a device's k-th move-kernel launch, as a
+  // launch refused for its configuration is (not a sticky error). The hole compaction of the
+  // layout needs a chunk plan of several phases, one launch each: k = 1 moves nothing; a later k
+  // stops after the phases before it, whose moves the pool must keep (their sources may be
+  // overwritten by then).
+  const auto compaction = vramkit_test::PhasedHoleLayout::compaction();
+  std::uint64_t launch = 1;
+  for (;; ++launch) {
+    INFO("refused launch " << launch);
+    setenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH", std::to_string(launch).c_str(), 1);
+    std::shared_ptr<Device> device = make_cuda_device();
+    unsetenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH");
+    Pool pool({.capacity_bytes = vramkit_test::PhasedHoleLayout::capacity_bytes, .compact_on_failure = false,
+               .free_cache_bytes = 0},
+              device);
+    const auto kept = vramkit_test::build_phased_hole_layout(pool);
+    std::string error;
+    try {
+      CHECK(pool.compact(compaction).goal_met);
+    } catch (const device_error& failure) {
+      error = failure.what();
+    }
+    INFO("error: " << error);
+    for (const auto& [handle, key] : kept) CHECK(vramkit_test::holds_pattern(pool, handle, key));
+    CHECK_NOTHROW(pool.check_invariants());
+    if (error.empty()) break;  // every launch of the compaction ran
+    CHECK_THAT(error, Catch::Contains("cudaErrorLaunchOutOfResources"));
+    if (launch == 1) {
+      CHECK(pool.statistics().blocks_moved == 0);
+    } else {  // the phases before the refused one ran, and their moves are kept
+      CHECK_THAT(error, Catch::StartsWith("compaction stopped after"));
+      CHECK(pool.statistics().blocks_moved > 0);
+    }
+    // The pool compacts again once launches are not refused.
+    CHECK(pool.compact(compaction).goal_met);
+    for (const auto& [handle, key] : kept) CHECK(vramkit_test::holds_pattern(pool, handle, key));
+  }
+  CHECK(launch >= 3);  // at least two phases: a launch refused after one ran was tried
 }
 
 int main(int argc, char** argv) {

@@ -71,4 +71,16 @@ void make_chunk_plan(gsl::span<const CopyRange> moves, ChunkPlan& plan,
 void make_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
                      ChunkPlan& plan, std::uint32_t chunk_bytes = 64 * 1024);
 
+/// Throws invalid_argument naming the first chunk whose move index is not below `move_count`
+/// (Device::execute's count of the plan's moves).
+void check_move_indices(const ChunkPlan& plan, std::size_t move_count);
+
+/// Which of a plan's `move_count` moves are complete once its first `phases_run` phases have run
+/// and no later one has: those with every chunk in those phases (1), the rest 0. A device that
+/// runs the phases one after another and stops between two reports this. A move with chunks on
+/// both sides (a plan without whole-move phases) counts as not complete: it may have written
+/// part of its destination, which may be another block's source.
+std::vector<std::uint8_t> moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run,
+                                                    std::size_t move_count);
+
 }  // namespace vramkit::compactor

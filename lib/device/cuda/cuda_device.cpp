@@ -66,6 +66,13 @@ class CudaDevice final : public Device {
       move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(
           std::max(1, std::max(1, per_multiprocessor) * multiprocessors_ - std::max(1, multiprocessors_ / 16)));
     }
+    if (const char* launch = std::getenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH")) {
+      char* end = nullptr;
+      fail_move_launch_at_ = std::strtoull(launch, &end, 10);
+      if (end == launch || *end != '\0')
+        throw invalid_argument(detail::message("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH is '", launch,
+                                               "'; use the number of the move-kernel launch to fail (1 is the first)"));
+    }
     if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
       const std::string name = choice;
       if (name == "block") kernel_ = MoveKernel::block;
@@ -135,7 +142,8 @@ class CudaDevice final : public Device {
 
   // A caller's own plan: the move kernels copy 16-byte vectors, at most max_chunk_bytes a chunk
   // (what the pool's plans always are); anything else is refused before anything is queued.
-  ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t) override {
+  ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override {
+    compactor::check_move_indices(plan, moves);
     for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
       const compactor::Chunk& chunk = plan.chunks[index];
       if (chunk.bytes > cuda_detail::max_chunk_bytes || ((chunk.bytes | chunk.source | chunk.destination) & 15) != 0) {
@@ -146,8 +154,9 @@ class CudaDevice final : public Device {
       }
     }
     std::lock_guard lock(mutex_);
-    run_queued([&](Buffers& used) { queue_plan(plan, used); }, nullptr);
-    return {};
+    ExecutionResult result;
+    run_queued([&](Buffers& used) { queue_plan_or_report(plan, moves, used, result); }, nullptr);
+    return result;
   }
 
   // A slide (what a full compaction without pinned blocks plans) goes to the GPU as its moves, one
@@ -156,8 +165,15 @@ class CudaDevice final : public Device {
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
                                 compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
     std::lock_guard lock(mutex_);
-    run_queued([&](Buffers& used) { queue_moves(moves, segment_bases, scratch, used); }, meanwhile);
-    return {};
+    ExecutionResult result;
+    run_queued(
+        [&](Buffers& used) {
+          if (queue_slide(moves, segment_bases, used)) return;
+          compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
+          queue_plan_or_report(scratch, moves.size(), used, result);
+        },
+        meanwhile);
+    return result;
   }
 
   // Each part is queued as soon as it is planned, behind the parts before it on stream_ (which
@@ -170,13 +186,14 @@ class CudaDevice final : public Device {
     std::lock_guard lock(mutex_);
     std::size_t queued = 0;  // moves of the parts queued whole
     std::string failure;     // why a later part could not be queued
+    std::vector<std::uint8_t> part_completed;  // of the failed part's moves: those its launched phases ran
     run_queued(
         [&](Buffers& used) {
           for (bool more = true; more;) {
             more = plan_more(moves);
             const auto part = gsl::span<const compactor::Move>(moves).subspan(queued);
             if (part.empty()) continue;
-            const std::size_t launches = used.launches;
+            used.phases_launched = 0;
             try {
               if (!queue_slide(part, segment_bases, used)) {
                 while (more) more = plan_more(moves);
@@ -185,11 +202,15 @@ class CudaDevice final : public Device {
                 queue_plan(scratch, used);
               }
             } catch (const std::exception& error) {
-              // The parts before this one are queued and will run: unless nothing ran yet, or a move
-              // kernel of this part was launched (its moves may have run in part), say which moves
-              // complete instead of throwing, so that the pool keeps them. Plan the rest, unrun.
-              if (queued == 0 || used.launches != launches) throw;
+              // The parts before this one are queued and will run, as will this part's phases that
+              // were launched (a slide's one launch is its last step: it never fails after it). Unless
+              // nothing ran, say which moves complete instead of throwing, so that the pool keeps
+              // them. Plan the rest, unrun.
+              if (queued == 0 && used.phases_launched == 0) throw;
               failure = error.what();
+              if (used.phases_launched != 0)
+                part_completed = compactor::moves_completed_by_phases(scratch, used.phases_launched,
+                                                                      moves.size() - queued);
               while (more) more = plan_more(moves);
               return;
             }
@@ -203,6 +224,7 @@ class CudaDevice final : public Device {
     result.error = std::move(failure);
     result.move_completed.assign(moves.size(), 0);
     std::fill_n(result.move_completed.begin(), queued, std::uint8_t{1});
+    std::copy(part_completed.begin(), part_completed.end(), result.move_completed.begin() + queued);
     return result;
   }
 
@@ -282,7 +304,7 @@ class CudaDevice final : public Device {
     std::size_t staging = 0;  ///< Bytes of staging_ in use.
     std::size_t scratch = 0;  ///< Bytes of scratch_ in use.
     std::size_t parts = 0;    ///< Entries of prepared_events_ in use.
-    std::size_t launches = 0;  ///< Move kernels launched.
+    std::size_t phases_launched = 0;  ///< Of the chunk plan queue_plan last queued.
     bool moving = false;      ///< A move kernel is queued on stream_.
   };
 
@@ -364,11 +386,29 @@ class CudaDevice final : public Device {
     }
   }
 
-  void queue_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                   compactor::ChunkPlan& scratch, Buffers& used) {
-    if (queue_slide(moves, segment_bases, used)) return;
-    compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
-    queue_plan(scratch, used);
+  // A move-kernel launch, or the failure VRAMKIT_CUDA_FAIL_MOVE_LAUNCH asks for: a test hook that
+  // refuses the k-th launch of this device as a launch refused for its configuration would be (an
+  // error that is not sticky), launching nothing.
+  cudaError_t launch_move(MoveKernel kernel, const cuda_detail::DeviceChunk* chunks, std::uint32_t begin,
+                          std::uint32_t end, unsigned* ticket, unsigned* read_flags) {
+    if (begin < end && ++move_launches_ == fail_move_launch_at_) return cudaErrorLaunchOutOfResources;
+    return cuda_detail::launch_move_chunks(kernel, chunks, begin, end, ticket, read_flags,
+                                           move_blocks_[static_cast<int>(kernel)], stream_);
+  }
+
+  // queue_plan, but a launch failure after earlier phases were launched is a result (the moves
+  // those phases run complete; the rest did not start) rather than an exception, which would tell
+  // the pool that nothing moved. Other failures propagate: nothing had been launched.
+  void queue_plan_or_report(const compactor::ChunkPlan& plan, std::size_t moves, Buffers& used,
+                            ExecutionResult& result) {
+    try {
+      queue_plan(plan, used);
+    } catch (const std::exception& error) {
+      if (used.phases_launched == 0) throw;
+      result.complete = false;
+      result.error = error.what();
+      result.move_completed = compactor::moves_completed_by_phases(plan, used.phases_launched, moves);
+    }
   }
 
   // Queues a slide's moves: upload, chunks made on the GPU, the move kernel. False (nothing
@@ -398,16 +438,16 @@ class CudaDevice final : public Device {
                                                   device_chunks, flags, preparation),
           "chunk kernel launch");
     order_after_preparation(preparation, used);
-    check(cuda_detail::launch_move_chunks(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total,
-                                          flags, move_blocks_[static_cast<int>(kernel_)], stream_),
+    check(launch_move(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags),
           "move kernel launch");
-    ++used.launches;
     used.moving = true;
     return true;
   }
 
   // Queues a chunk plan's phases.
+  // used.phases_launched counts the phases launched, for a failure part way.
   void queue_plan(const compactor::ChunkPlan& plan, Buffers& used) {
+    used.phases_launched = 0;
     const std::size_t count = plan.chunks.size();
     if (count == 0) return;
     const std::size_t phases = plan.phases();
@@ -426,11 +466,10 @@ class CudaDevice final : public Device {
     // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
     const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
     for (std::size_t phase = 0; phase < phases; ++phase) {
-      check(cuda_detail::launch_move_chunks(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
-                                            flags + count + phase, flags, move_blocks_[static_cast<int>(kernel)],
-                                            stream_),
+      check(launch_move(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
+                        flags + count + phase, flags),
             "move kernel launch");
-      ++used.launches;
+        ++used.phases_launched;
     }
     used.moving = true;
   }
@@ -440,6 +479,8 @@ class CudaDevice final : public Device {
   int multiprocessors_ = 0;
   MoveKernel kernel_ = MoveKernel::block;  ///< VRAMKIT_MOVE_KERNEL=block|warp chooses it.
   unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
+  std::uint64_t move_launches_ = 0;         ///< Move-kernel launches so far (launch_move).
+  std::uint64_t fail_move_launch_at_ = 0;   ///< VRAMKIT_CUDA_FAIL_MOVE_LAUNCH; 0: none.
   cudaStream_t stream_ = nullptr;       ///< Moves (and waits for the streams of pinned buffers).
   cudaStream_t prep_stream_ = nullptr;  ///< Uploads and chunk derivation for the moves.
   std::mutex mutex_;
