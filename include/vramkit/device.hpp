@@ -47,6 +47,15 @@ struct ExecutionResult {
   bool complete = true;
   std::vector<std::uint8_t> move_completed;  ///< One entry per move, when !complete.
   std::string error;
+
+  /// Room to report a failure among up to `moves` moves, taken before anything runs: a device
+  /// that fails after moves ran must report which, and host memory may be what ran out. Throws
+  /// std::bad_alloc (nothing has run yet).
+  void reserve_failure(std::size_t moves);
+  /// Marks the execution failed: of `moves` moves, [0, completed_prefix) complete, the rest not
+  /// (a device then marks more); the error text is `what`, cut to the room reserved. Allocates
+  /// nothing once reserve_failure(moves) was called.
+  void fail(const char* what, std::size_t moves, std::size_t completed_prefix) noexcept;
 };
 
 class Device {

@@ -85,6 +85,13 @@ class Heap {
   /// space between them. Returns their new ids in the same order: ids are renumbered in address
   /// order, so walks over the blocks read memory in order afterwards. O(n).
   std::vector<BlockId> rebuild(gsl::span<const HeapPlacement> placements);
+  /// The same, the new ids written into `ids` (cleared first). Allocates nothing when reserve_rebuild
+  /// was called for at least as many placements and `ids` has room for them: a compaction reserves
+  /// before it moves anything, so that applying the moves cannot run out of host memory.
+  void rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockId>& ids);
+  /// Room for a rebuild of up to `placements` blocks (and the free blocks between them). Throws
+  /// std::bad_alloc, changing nothing, when host memory runs out.
+  void reserve_rebuild(std::size_t placements);
 
   HeapBlock block(BlockId id) const {
     const Node& node = nodes_[id];  // inline: the compactor's walk calls it once per block

@@ -178,6 +178,7 @@ class Pool {
   void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                     const Layout& layout, CompactionReport& report);
   void reset_moved_slots(const std::vector<compactor::Move>& moves);
+  void reserve_update(const std::vector<compactor::Move>& moves);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;

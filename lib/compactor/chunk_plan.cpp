@@ -308,18 +308,20 @@ void check_move_indices(const ChunkPlan& plan, std::size_t move_count) {
 
 std::vector<std::uint8_t> moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run,
                                                     std::size_t move_count) {
+  std::vector<std::uint8_t> completed(move_count);
+  moves_completed_by_phases(plan, phases_run, completed);
+  return completed;
+}
+
+void moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run, gsl::span<std::uint8_t> completed) {
   Expects(phases_run <= plan.phases());
   const std::size_t run_end = phases_run == 0 ? 0 : plan.phase_begin[phases_run];
-  std::vector<std::uint8_t> completed(move_count, 0);
-  for (std::size_t index = 0; index < run_end; ++index) {
-    Expects(plan.chunks[index].move < move_count);
-    completed[plan.chunks[index].move] = 1;
+  std::fill(completed.begin(), completed.end(), std::uint8_t{0});
+  for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
+    Expects(plan.chunks[index].move < completed.size());
+    if (index < run_end) completed[plan.chunks[index].move] = 1;
   }
-  for (std::size_t index = run_end; index < plan.chunks.size(); ++index) {
-    Expects(plan.chunks[index].move < move_count);
-    completed[plan.chunks[index].move] = 0;
-  }
-  return completed;
+  for (std::size_t index = run_end; index < plan.chunks.size(); ++index) completed[plan.chunks[index].move] = 0;
 }
 
 void ChunkPlan::validate() const {

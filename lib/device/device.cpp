@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstring>
+
 #include <vramkit/device.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/host_device.hpp>
@@ -11,6 +14,22 @@ const char* to_string(DeviceKind kind) {
     case DeviceKind::virtual_memory: return "virtual";
   }
   return "unknown";
+}
+
+namespace {
+constexpr std::size_t error_text_room = 512;
+}
+
+void ExecutionResult::reserve_failure(std::size_t moves) {
+  move_completed.reserve(moves);
+  error.reserve(error_text_room);
+}
+
+void ExecutionResult::fail(const char* what, std::size_t moves, std::size_t completed_prefix) noexcept {
+  complete = false;
+  error.assign(what, std::min(std::strlen(what), error.capacity()));
+  move_completed.assign(moves, 0);
+  std::fill_n(move_completed.begin(), std::min(completed_prefix, moves), std::uint8_t{1});
 }
 
 ExecutionResult Device::execute_moves(gsl::span<const compactor::Move> moves,

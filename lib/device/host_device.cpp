@@ -2,6 +2,7 @@
 #include <vramkit/host_device.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -88,6 +89,8 @@ ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_
   std::vector<std::uint32_t> chunks_left(moves, 0);
   for (const auto& chunk : plan.chunks) ++chunks_left[chunk.move];
   std::vector<std::uint8_t> started(moves, 0);
+  ExecutionResult result;
+  result.reserve_failure(moves);  // a fault after moves ran is reported without allocating
   for (const auto& chunk : plan.chunks) {
     if (!started[chunk.move]) {
       std::uint64_t move_number;
@@ -96,11 +99,10 @@ ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_
         move_number = ++counts_.moves;
       }
       if (move_number == options_.faults.move_at) {
-        ExecutionResult result;
-        result.complete = false;
-        result.move_completed.resize(moves);
+        char what[64];
+        std::snprintf(what, sizeof what, "injected fault: move %llu", static_cast<unsigned long long>(move_number));
+        result.fail(what, moves, 0);
         for (std::size_t move = 0; move < moves; ++move) result.move_completed[move] = chunks_left[move] == 0;
-        result.error = detail::message("injected fault: move ", move_number);
         return result;
       }
       started[chunk.move] = 1;
@@ -108,20 +110,23 @@ ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_
     std::memmove(as_pointer(chunk.destination), as_pointer(chunk.source), chunk.bytes);
     --chunks_left[chunk.move];
   }
-  return {};
+  return result;
 }
 
+// Reports a failed part without allocating (host memory may be what ran out): the room for the
+// result is taken before the first part runs, for as many moves as `moves` has room for (the
+// pool's planner never needs more).
 ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                    gsl::span<const std::uint64_t> segment_bases,
                                                    compactor::ChunkPlan& scratch, const PlanMore& plan_more,
                                                    const std::function<void()>& meanwhile) {
   ExecutionResult result;
+  result.reserve_failure(moves.capacity());
   std::size_t planned = 0;  // moves of the parts seen so far
   for (bool more = true; more;) {
     more = plan_more(moves);
     const auto part = gsl::span<const compactor::Move>(moves).subspan(planned);
     if (!part.empty() && result.complete) {
-      ExecutionResult ran;
       try {  // nothing of the part has run when this throws: the parts before it have
         {
           std::lock_guard lock(mutex_);
@@ -129,17 +134,13 @@ ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>&
             throw device_error(detail::message("injected fault: part ", counts_.parts, " cannot be queued"));
         }
         compactor::make_chunk_plan(part, segment_bases, scratch);
-        ran = execute(scratch, part.size());
+        const ExecutionResult ran = execute(scratch, part.size());
+        if (!ran.complete) {
+          result.fail(ran.error.c_str(), moves.size(), planned);
+          std::copy(ran.move_completed.begin(), ran.move_completed.end(), result.move_completed.begin() + planned);
+        }
       } catch (const std::exception& error) {
-        ran.complete = false;
-        ran.error = error.what();
-        ran.move_completed.assign(part.size(), 0);
-      }
-      if (!ran.complete) {
-        result.complete = false;
-        result.error = std::move(ran.error);
-        result.move_completed.assign(planned, 1);
-        result.move_completed.insert(result.move_completed.end(), ran.move_completed.begin(), ran.move_completed.end());
+        result.fail(error.what(), moves.size(), planned);
       }
     }
     planned = moves.size();

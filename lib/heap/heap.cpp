@@ -329,6 +329,18 @@ void Heap::free(BlockId id) {
 }
 
 std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
+  std::vector<BlockId> ids;
+  ids.reserve(placements.size());
+  rebuild(placements, ids);
+  return ids;
+}
+
+void Heap::reserve_rebuild(std::size_t placements) {
+  // Each block, a free block before it, and one after the last.
+  if (placements < no_block / 2) nodes_.reserve(2 * placements + 1);
+}
+
+void Heap::rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockId>& ids) {
   std::uint64_t cursor = 0;
   std::size_t nodes_needed = placements.size();
   const std::uint64_t off_granularity = granularity_ - 1;  // a mask: a 64-bit division costs tens of cycles
@@ -349,7 +361,7 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
   // costs more than the rebuild itself.
   std::vector<Node> storage;
   if (nodes_.capacity() < nodes_needed) storage.reserve(nodes_needed);
-  std::vector<BlockId> ids;
+  ids.clear();
   ids.reserve(placements.size());
   if (storage.capacity() != 0)
     nodes_.swap(storage);
@@ -392,7 +404,6 @@ std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {
     cursor = placement.offset + placement.bytes;
   }
   if (cursor < capacity_) append(cursor, capacity_ - cursor, true, 0);
-  return ids;
 }
 
 void Heap::set_tag(BlockId id, std::uint32_t tag) {

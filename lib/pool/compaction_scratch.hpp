@@ -22,6 +22,8 @@ struct Pool::CompactionScratch {
   compactor::ChunkPlan chunks;                         ///< What the device executes.
   std::vector<std::vector<HeapPlacement>> placements;  ///< Each touched segment's blocks after the moves.
   std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
+  std::vector<BlockId> ids;                            ///< A rebuilt heap's new block ids.
+  std::vector<std::size_t> arrivals;                   ///< Moves into each segment from another.
 };
 
 }  // namespace vramkit

@@ -17,8 +17,9 @@ namespace {
 /// Below this mean size of a live block, a full compaction plans everything first (compact_full).
 constexpr std::uint64_t parts_min_mean_bytes = 64 * 1024;
 
+/// A failed result with no entries says that no move completed.
 bool completed(const ExecutionResult& result, std::size_t move) {
-  return result.complete || result.move_completed[move];
+  return result.complete || (move < result.move_completed.size() && result.move_completed[move]);
 }
 
 /// Each segment's live blocks at their places after the completed moves, for every segment that a
@@ -245,6 +246,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
+  reserve_update(moves);
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
 
   bool updated_ahead = false, update_started = false;
@@ -271,9 +273,8 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
     if (update_started) {
       reset_moved_slots(moves);
-      ExecutionResult none_completed;
+      ExecutionResult none_completed;  // no entries: allocates nothing
       none_completed.complete = false;
-      none_completed.move_completed.assign(moves.size(), 0);
       CompactionReport uncounted;
       update_heaps(moves, none_completed, layout, uncounted);
     }
@@ -314,6 +315,30 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", moves.size(),
                                        " moves: ", result.error, "; every buffer is intact"));
   }
+}
+
+// Takes, before anything moves, all the host memory that update_heaps will use, for this
+// compaction and both its updates (ahead of the device's result and after it): once bytes have
+// moved, host memory running out could no longer be answered by keeping every block where it was.
+// Each segment's blocks after the moves are at most its live blocks now plus the moves into it
+// from other segments (`moves` is the whole plan, or empty for a full compaction in parts, whose
+// moves stay in their segments). Throws std::bad_alloc with nothing moved.
+void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  const std::size_t count = segments_.size();
+  scratch.placements.resize(count);
+  scratch.touched.reserve(count);
+  scratch.arrivals.assign(count, 0);
+  for (const compactor::Move& move : moves)
+    if (move.from_segment != move.to_segment) ++scratch.arrivals[move.to_segment];
+  std::size_t largest = 0;
+  for (std::size_t index = 0; index < count; ++index) {
+    const std::size_t blocks = segments_[index]->heap.allocated_blocks() + scratch.arrivals[index];
+    scratch.placements[index].reserve(blocks);
+    segments_[index]->heap.reserve_rebuild(blocks);
+    largest = std::max(largest, blocks);
+  }
+  scratch.ids.reserve(largest);
 }
 
 // Puts every moved slot back at its source, before update_heaps undoes an update made ahead of
@@ -377,7 +402,8 @@ void Pool::update_heaps(const std::vector<compactor::Move>& moves, const Executi
     if (!touched[index]) continue;
     auto& list = placements[index];
     if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
-    const std::vector<BlockId> ids = segments_[index]->heap.rebuild(list);
+    std::vector<BlockId>& ids = scratch.ids;
+    segments_[index]->heap.rebuild(list, ids);
     for (std::size_t i = 0; i < list.size(); ++i) {
       Slot& entry = (*table_)[list[i].tag];
       entry.segment = static_cast<std::uint32_t>(index);

@@ -82,5 +82,7 @@ void check_move_indices(const ChunkPlan& plan, std::size_t move_count);
 /// part of its destination, which may be another block's source.
 std::vector<std::uint8_t> moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run,
                                                     std::size_t move_count);
+/// The same, written into `completed` (one entry a move; every entry written), allocating nothing.
+void moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run, gsl::span<std::uint8_t> completed);
 
 }  // namespace vramkit::compactor

@@ -185,8 +185,10 @@ class CudaDevice final : public Device {
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
     std::lock_guard lock(mutex_);
     std::size_t queued = 0;  // moves of the parts queued whole
-    std::string failure;     // why a later part could not be queued
-    std::vector<std::uint8_t> part_completed;  // of the failed part's moves: those its launched phases ran
+    // Room to report a failed part, taken before any part runs (the pool's planner stays within
+    // the capacity `moves` has now): the report must not need host memory, which may be what ran out.
+    ExecutionResult result;
+    result.reserve_failure(moves.capacity());
     run_queued(
         [&](Buffers& used) {
           for (bool more = true; more;) {
@@ -207,24 +209,18 @@ class CudaDevice final : public Device {
               // nothing ran, say which moves complete instead of throwing, so that the pool keeps
               // them. Plan the rest, unrun.
               if (queued == 0 && used.phases_launched == 0) throw;
-              failure = error.what();
+              result.fail(error.what(), moves.size(), queued);
               if (used.phases_launched != 0)
-                part_completed = compactor::moves_completed_by_phases(scratch, used.phases_launched,
-                                                                      moves.size() - queued);
+                compactor::moves_completed_by_phases(
+                    scratch, used.phases_launched, gsl::span<std::uint8_t>(result.move_completed).subspan(queued));
               while (more) more = plan_more(moves);
+              result.move_completed.resize(moves.size(), 0);
               return;
             }
             queued = moves.size();
           }
         },
         meanwhile);
-    if (failure.empty()) return {};
-    ExecutionResult result;
-    result.complete = false;
-    result.error = std::move(failure);
-    result.move_completed.assign(moves.size(), 0);
-    std::fill_n(result.move_completed.begin(), queued, std::uint8_t{1});
-    std::copy(part_completed.begin(), part_completed.end(), result.move_completed.begin() + queued);
     return result;
   }
 
@@ -401,13 +397,13 @@ class CudaDevice final : public Device {
   // the pool that nothing moved. Other failures propagate: nothing had been launched.
   void queue_plan_or_report(const compactor::ChunkPlan& plan, std::size_t moves, Buffers& used,
                             ExecutionResult& result) {
+    result.reserve_failure(moves);  // before anything runs: reporting then allocates nothing
     try {
       queue_plan(plan, used);
     } catch (const std::exception& error) {
       if (used.phases_launched == 0) throw;
-      result.complete = false;
-      result.error = error.what();
-      result.move_completed = compactor::moves_completed_by_phases(plan, used.phases_launched, moves);
+      result.fail(error.what(), moves, 0);
+      compactor::moves_completed_by_phases(plan, used.phases_launched, result.move_completed);
     }
   }
 
