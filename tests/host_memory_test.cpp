@@ -254,3 +254,52 @@ TEST_CASE("a heap rebuild after reserve_rebuild allocates nothing", "[heap][host
   CHECK(ids.size() == 1000);
   CHECK(heap.block(ids[999]).offset == 768ull * 999 + 256);
 }
+
+TEST_CASE("an allocation that compacts a hole first and runs out of host memory for good loses no byte",
+          "[compaction][host-memory]") {
+  // No growth: the 200 KiB request fits only in a hole that a compaction makes. Every allocation
+  // from the k-th on fails; the request then fails, or succeeds with the compaction applied.
+  const auto build = [] {
+    auto pool = std::make_unique<Pool>(PoolOptions{.capacity_bytes = 1_MiB, .free_cache_bytes = 0},
+                                       make_host_device());
+    std::vector<std::pair<Handle, std::uint64_t>> live;
+    std::vector<Handle> all;
+    for (int i = 0; i < 120; ++i) all.push_back(pool->allocate(8_KiB));
+    for (int i = 0; i < 120; ++i) {
+      if (i % 3 == 0) {
+        pool->free(all[i]);
+      } else {
+        write_pattern(*pool, all[i], 7 + i);
+        live.emplace_back(all[i], 7 + i);
+      }
+    }
+    return std::make_pair(std::move(pool), std::move(live));
+  };
+  int failures = 0;
+  for (long long k = 0;; ++k) {
+    INFO("host allocations fail from the " << k << "th of the allocation on");
+    auto [pool, live] = build();
+    const std::size_t live_before = pool->statistics().live_allocations;
+    bool failed = false;
+    allocations_until_failure = k;
+    failures_persist = true;
+    try {
+      live.emplace_back(pool->allocate(200_KiB), 0);
+    } catch (const std::exception&) {
+      failed = true;
+    }
+    failures_persist = false;
+    allocations_until_failure = -1;
+    if (!failed) {
+      CHECK(pool->statistics().compactions == 1);
+      write_pattern(*pool, live.back().first, 0);
+    }
+    CHECK(pool->statistics().live_allocations == live_before + (failed ? 0 : 1));
+    for (const auto& [handle, key] : live) REQUIRE(holds_pattern(*pool, handle, key));
+    pool->check_invariants();
+    if (!failed) break;
+    ++failures;
+  }
+  INFO("allocations that ran out of host memory: " << failures);
+  if (can_fail_host_allocations) CHECK(failures > 3);
+}
