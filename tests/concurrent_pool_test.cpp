@@ -188,3 +188,20 @@ TEST_CASE("DeviceBuffers built on the home shard work like any pool's", "[concur
   CHECK(buffer.to_vector() == values);
   CHECK(pool.statistics().live_allocations == 1);
 }
+
+TEST_CASE("a thread that uses many pools one after another remembers home shards only of those alive",
+          "[concurrent]") {
+  auto device = make_host_device();
+  ConcurrentPool kept({.pool = {.capacity_bytes = 4_MiB}, .shards = 2}, device);
+  kept.free(kept.allocate(1_KiB));
+  const std::size_t before = ConcurrentPool::remembered_homes();
+  for (int i = 0; i < 200; ++i) {
+    ConcurrentPool pool({.pool = {.capacity_bytes = 4_MiB}, .shards = 2}, device);
+    pool.free(pool.allocate(1_KiB));
+    CHECK(ConcurrentPool::remembered_homes() <= before + 1);
+  }
+  // The kept pool's home is still known: the thread keeps allocating there.
+  Pool& home = kept.local();
+  CHECK(&kept.local() == &home);
+  CHECK(ConcurrentPool::remembered_homes() <= before + 1);
+}

@@ -32,6 +32,9 @@ class ConcurrentPool {
   /// Throws what Pool's constructor throws, or invalid_argument when the capacity split over the
   /// shards leaves a shard less than one granule.
   explicit ConcurrentPool(ConcurrentPoolOptions options, std::shared_ptr<Device> device = make_device());
+  ~ConcurrentPool();
+  ConcurrentPool(const ConcurrentPool&) = delete;
+  ConcurrentPool& operator=(const ConcurrentPool&) = delete;
 
   /// The calling thread's home shard: build DeviceBuffers on it to allocate without contention.
   Pool& local();
@@ -50,6 +53,9 @@ class ConcurrentPool {
   PoolStatistics statistics() const;
 
   std::size_t shard_count() const { return shards_.size(); }
+  /// How many fronts' home shards the calling thread remembers: the fronts alive when it last met
+  /// a new one, that one included (entries of destroyed fronts are dropped then). A diagnostic.
+  static std::size_t remembered_homes();
   Pool& shard(std::size_t index) { return *shards_.at(index); }
 
  private:

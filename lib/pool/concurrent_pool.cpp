@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -18,12 +19,17 @@ namespace {
 std::atomic<std::uint64_t> next_front_id{1};
 
 // The calling thread's home shard of each front it used, most recent first. A front's id is never
-// reused, so an entry of a destroyed front is never matched again.
+// reused, so an entry of a destroyed front is never matched again; it is dropped when the thread
+// next meets a new front (fronts are made far more rarely than they are used).
 struct HomeEntry {
   std::uint64_t front;
   std::size_t shard;
 };
 thread_local std::vector<HomeEntry> homes;
+
+// The ids of the fronts alive, sorted.
+std::mutex live_fronts_mutex;
+std::vector<std::uint64_t> live_fronts;
 
 }  // namespace
 
@@ -48,7 +54,17 @@ ConcurrentPool::ConcurrentPool(ConcurrentPoolOptions options, std::shared_ptr<De
   if (shard_options.segment_bytes != 0) shard_options.segment_bytes /= count;
   shards_.reserve(count);
   for (unsigned index = 0; index < count; ++index) shards_.push_back(std::make_unique<Pool>(shard_options, device));
+  std::lock_guard lock(live_fronts_mutex);  // last: a constructor that throws leaves no entry
+  live_fronts.insert(std::upper_bound(live_fronts.begin(), live_fronts.end(), id_), id_);
 }
+
+ConcurrentPool::~ConcurrentPool() {
+  std::lock_guard lock(live_fronts_mutex);
+  const auto found = std::lower_bound(live_fronts.begin(), live_fronts.end(), id_);
+  if (found != live_fronts.end() && *found == id_) live_fronts.erase(found);
+}
+
+std::size_t ConcurrentPool::remembered_homes() { return homes.size(); }
 
 std::size_t ConcurrentPool::home_index() {
   for (const HomeEntry& entry : homes) {
@@ -56,6 +72,12 @@ std::size_t ConcurrentPool::home_index() {
   }
   static std::atomic<std::size_t> next_thread{0};
   const std::size_t shard = next_thread.fetch_add(1) % shards_.size();
+  {
+    std::lock_guard lock(live_fronts_mutex);
+    std::erase_if(homes, [](const HomeEntry& entry) {
+      return !std::binary_search(live_fronts.begin(), live_fronts.end(), entry.front);
+    });
+  }
   homes.insert(homes.begin(), {id_, shard});
   return shard;
 }
