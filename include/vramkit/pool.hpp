@@ -205,6 +205,9 @@ class Pool {
   std::unique_ptr<CompactionScratch> compaction_scratch_;  ///< Created by the first compaction.
   // Counters behind PoolStatistics.
   std::uint64_t reserved_ = 0, used_ = 0, requested_ = 0, pinned_ = 0;
+  /// Live slots whose alignment is above the granularity. With it and pinned_ at 0, compaction's
+  /// walk takes every block as movable at the granularity without reading its slot.
+  std::uint64_t over_aligned_ = 0;
   std::uint64_t peak_used_ = 0, peak_reserved_ = 0;
   std::uint64_t requests_ = 0, failures_ = 0;
   std::uint64_t compactions_ = 0, blocks_moved_ = 0, bytes_moved_ = 0;

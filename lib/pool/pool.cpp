@@ -168,6 +168,7 @@ std::uint64_t Pool::largest_possible_block() const { return largest_block_; }
   requested_ += bytes;
   peak_used_ = std::max(peak_used_, used_);
   if (pinned) ++pinned_;
+  if (alignment > options_.granularity) ++over_aligned_;
   return table_->handle_of(slot);
 }
 
@@ -269,6 +270,7 @@ inline void Pool::free_locked(std::uint32_t slot, const Lock&) {
   used_ -= entry.block_bytes;
   requested_ -= entry.bytes;
   if (entry.pins != 0 || entry.kind == SlotKind::arena) --pinned_;
+  if (entry.alignment > options_.granularity) --over_aligned_;
   table_->release(slot);
 }
 

@@ -117,7 +117,7 @@ void Pool::check_guards() const {
 void Pool::check_invariants() const {
   std::lock_guard lock(mutex_);
   auto fail = [](const std::string& what) { throw std::logic_error("pool invariant broken: " + what); };
-  std::uint64_t used = 0, blocks = 0, pinned = 0, reserved = 0, cached_bytes = 0;
+  std::uint64_t used = 0, blocks = 0, pinned = 0, over_aligned = 0, reserved = 0, cached_bytes = 0;
   std::vector<std::vector<BlockId>> cached(segments_.size());  // per segment, sorted
   cache_->for_each([&](const CachedBlock& block) {
     if (block.segment >= segments_.size()) fail(detail::message("cached block in segment ", block.segment));
@@ -148,6 +148,7 @@ void Pool::check_invariants() const {
       }
       used += block.bytes;
       if (entry.pins != 0 || entry.kind == SlotKind::arena) ++pinned;
+      if (entry.alignment > options_.granularity) ++over_aligned;
     });
   }
   if (cached_found != cache_->count()) {
@@ -156,6 +157,8 @@ void Pool::check_invariants() const {
   if (blocks != table_->live_count()) fail(detail::message(blocks, " blocks but ", table_->live_count(), " live slots"));
   if (used != used_) fail(detail::message("used bytes ", used, " but counter says ", used_));
   if (pinned != pinned_) fail(detail::message("pinned ", pinned, " but counter says ", pinned_));
+  if (over_aligned != over_aligned_)
+    fail(detail::message("over-aligned ", over_aligned, " but counter says ", over_aligned_));
   if (reserved != reserved_) fail("reserved bytes");
 }
 
