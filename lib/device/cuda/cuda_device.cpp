@@ -231,11 +231,22 @@ class CudaDevice final : public Device {
       event = spare_events_.back();
       spare_events_.pop_back();
     } else {
+      // forget() is noexcept and puts an event on one of these lists: each has room for every
+      // event there is, taken here (where a failure is an error the caller sees) and not there.
+      const std::size_t owned = events_.size() + spare_events_.size() + retired_events_.size() + 1;
+      for (auto* list : {&spare_events_, &retired_events_})
+        if (list->capacity() < owned) list->reserve(std::max(owned, 2 * list->capacity()));
       check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
     }
-    check(cudaEventRecord(event, stream), "cudaEventRecord");
-    const UseToken token = ++last_token_;
-    events_.emplace(token, event);
+    const UseToken token = last_token_ + 1;
+    try {
+      check(cudaEventRecord(event, stream), "cudaEventRecord");
+      events_.emplace(token, event);
+    } catch (...) {
+      spare_events_.push_back(event);  // room: it came from there, or was made room for above
+      throw;
+    }
+    last_token_ = token;
     return token;
   }
 
