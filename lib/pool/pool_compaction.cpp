@@ -339,12 +339,16 @@ void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
   CompactionScratch& scratch = *compaction_scratch_;
   const std::size_t count = segments_.size();
   scratch.placements.resize(count);
-  scratch.touched.reserve(count);
   scratch.arrivals.assign(count, 0);
-  for (const compactor::Move& move : moves)
+  // A plan given whole names the segments it touches; a plan made in parts may touch any.
+  scratch.touched.assign(count, moves.empty() ? 1 : 0);
+  for (const compactor::Move& move : moves) {
+    scratch.touched[move.from_segment] = scratch.touched[move.to_segment] = 1;
     if (move.from_segment != move.to_segment) ++scratch.arrivals[move.to_segment];
+  }
   std::size_t largest = 0;
   for (std::size_t index = 0; index < count; ++index) {
+    if (!scratch.touched[index]) continue;
     const std::size_t blocks = segments_[index]->heap.allocated_blocks() + scratch.arrivals[index];
     scratch.placements[index].reserve(blocks);
     segments_[index]->heap.reserve_rebuild(blocks);
