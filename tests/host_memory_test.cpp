@@ -11,6 +11,7 @@
 #include <vramkit/heap.hpp>
 #include <vramkit/host_device.hpp>
 #include <vramkit/pool.hpp>
+#include <vramkit/scoped_arena.hpp>
 #include <vramkit/units.hpp>
 
 #include "support/patterns.hpp"
@@ -302,4 +303,70 @@ TEST_CASE("an allocation that compacts a hole first and runs out of host memory 
   }
   INFO("allocations that ran out of host memory: " << failures);
   if (can_fail_host_allocations) CHECK(failures > 3);
+}
+
+TEST_CASE("a mixed workload that runs out of host memory for good at any point loses no byte",
+          "[pool][host-memory]") {
+  // Allocations and frees, a pin, an arena, a full compaction, an allocation that compacts a hole
+  // first, growth, a compaction releasing segments. Every host allocation from the k-th on fails,
+  // for every k; the workload stops at the first error. The buffers known to be written then hold
+  // their bytes, the invariants hold, and with memory back the pool allocates and compacts.
+  struct Live {
+    Handle handle;
+    std::uint64_t key;
+  };
+  const auto workload = [](Pool& pool, std::vector<Live>& live) {
+    const auto add = [&](std::uint64_t bytes, std::uint64_t key) {
+      const Handle handle = pool.allocate(bytes);
+      write_pattern(pool, handle, key);
+      live.push_back({handle, key});
+    };
+    for (std::uint64_t i = 0; i < 30; ++i) add(4_KiB + 512 * (i % 5), 10 + i);
+    for (std::size_t i = 0; i < live.size(); i += 3) pool.free(live[i].handle);
+    std::erase_if(live, [&](const Live& entry) { return !pool.valid(entry.handle); });
+    pool.pin(live[5].handle);
+    {
+      ScopedArena arena(pool, 32_KiB, "stage");
+      pool.compact({.release_empty_segments = false});
+      pool.unpin(live[5].handle);
+      add(120_KiB, 99);  // needs a hole: the arena stays where it is
+    }
+    add(512_KiB, 100);  // needs growth
+    pool.free(live.back().handle);
+    live.pop_back();
+    pool.compact();
+  };
+  {  // the workload runs whole without failures, and exercises what it says
+    Pool pool({.capacity_bytes = 256_KiB, .max_capacity_bytes = 2_MiB, .free_cache_bytes = 0}, make_host_device());
+    std::vector<Live> live;
+    workload(pool, live);
+    CHECK(pool.statistics().compactions >= 3);
+  }
+  int failures = 0;
+  for (long long k = 0;; ++k) {
+    INFO("host allocations fail from the " << k << "th of the workload on");
+    Pool pool({.capacity_bytes = 256_KiB, .max_capacity_bytes = 2_MiB, .free_cache_bytes = 0}, make_host_device());
+    std::vector<Live> live;
+    live.reserve(64);  // the test's own list never allocates inside the walk
+    bool failed = false;
+    allocations_until_failure = k;
+    failures_persist = true;
+    try {
+      workload(pool, live);
+    } catch (const std::exception&) {
+      failed = true;
+    }
+    failures_persist = false;
+    allocations_until_failure = -1;
+    for (const Live& entry : live) REQUIRE(holds_pattern(pool, entry.handle, entry.key));
+    pool.check_invariants();
+    const Handle more = pool.allocate(64_KiB);
+    pool.compact();
+    for (const Live& entry : live) REQUIRE(holds_pattern(pool, entry.handle, entry.key));
+    pool.free(more);
+    if (!failed) break;
+    ++failures;
+  }
+  INFO("workloads that ran out of host memory: " << failures);
+  if (can_fail_host_allocations) CHECK(failures > 20);
 }
