@@ -295,13 +295,11 @@ void detail::make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint
 
 namespace vramkit::compactor {
 
-// Re-derives every dependency from the addresses, independently of how make_chunk_plan found them.
-// Cost: O(c log c).
 void check_move_indices(const ChunkPlan& plan, std::size_t move_count) {
   for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
     if (plan.chunks[index].move >= move_count) {
       throw invalid_argument(vramkit::detail::message("chunk ", index, " belongs to move ", plan.chunks[index].move,
-                                             "; the plan was given as one of ", move_count, " moves"));
+                                                      "; the plan was given as one of ", move_count, " moves"));
     }
   }
 }
@@ -324,6 +322,8 @@ void moves_completed_by_phases(const ChunkPlan& plan, std::size_t phases_run, gs
   for (std::size_t index = run_end; index < plan.chunks.size(); ++index) completed[plan.chunks[index].move] = 0;
 }
 
+// Re-derives every dependency from the addresses, independently of how make_chunk_plan found them.
+// Cost: O(c log c).
 void ChunkPlan::validate() const {
   auto fail = [](const std::string& what) { throw std::logic_error("ChunkPlan: " + what); };
   auto chunk_text = [&](std::size_t i) {

@@ -476,7 +476,7 @@ class CudaDevice final : public Device {
       check(launch_move(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
                         flags + count + phase, flags),
             "move kernel launch");
-        ++used.phases_launched;
+      ++used.phases_launched;
     }
     used.moving = true;
   }
