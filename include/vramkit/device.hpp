@@ -84,7 +84,9 @@ class Device {
   /// returns once the moved bytes are in place. A phase that cannot start after earlier ones ran
   /// (the CUDA device: a launch refused) ends the execution with a result that marks the moves
   /// whose every chunk ran (compactor::moves_completed_by_phases); an exception means no move ran,
-  /// or that which did is not known.
+  /// or that which did is not known. With a plan whose moves each lie in one phase (the pool's
+  /// always do), a move not complete left its source as it was; a move split over phases and cut
+  /// short may have overwritten part of its own source.
   virtual ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) = 0;
 
   /// Runs the planner's moves with memmove semantics, as execute() runs a plan (a move's addresses
@@ -116,7 +118,10 @@ class Device {
   /// part's phases that ran before one failed to start). An exception propagates only when no move
   /// can have run, or when it is not known which did (the CUDA device: a sticky error, which loses
   /// the context anyway); plan_more must not throw (the pool's does not: it stops planning
-  /// instead, once its layout is whole).
+  /// instead, once its layout is whole). plan_more must not grow `moves` past the capacity it has
+  /// at the call (the pool reserves a move a live block): the devices reserve their report of a
+  /// failed part for that many moves before the first part runs, so that the report needs no host
+  /// memory, which may be what ran out.
   virtual ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,

@@ -37,7 +37,12 @@ Region HostDevice::obtain(std::uint64_t bytes) {
   void* memory = std::aligned_alloc(2_MiB, (bytes + 2_MiB - 1) & ~(2_MiB - 1));
   if (memory == nullptr) throw out_of_memory(detail::message("host RAM: cannot allocate ", format_bytes(bytes)));
   const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(memory));
-  regions_.emplace(address, bytes);
+  try {
+    regions_.emplace(address, bytes);
+  } catch (...) {  // host memory for the bookkeeping ran out: the region goes back
+    std::free(memory);
+    throw;
+  }
   obtained_bytes_ += bytes;
   return {address, bytes};
 }

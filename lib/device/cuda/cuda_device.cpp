@@ -50,6 +50,20 @@ static_assert(offsetof(Chunk, source) == offsetof(DeviceChunk, source) &&
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
+    // The environment first: a constructor that throws leaves nothing to release.
+    if (const char* launch = std::getenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH")) {
+      const std::string text = launch;
+      if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+        throw invalid_argument(detail::message("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH is '", text,
+                                               "'; use the number of the move-kernel launch to fail (1 is the first)"));
+      fail_move_launch_at_ = std::stoull(text);
+    }
+    if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
+      const std::string name = choice;
+      if (name == "block") kernel_ = MoveKernel::block;
+      else if (name == "warp") kernel_ = MoveKernel::warp;
+      else throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'block' or 'warp'");
+    }
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaDeviceProp properties{};
     check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
@@ -65,19 +79,6 @@ class CudaDevice final : public Device {
       // runs while this part moves (a full grid holds every register until its tail).
       move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(
           std::max(1, std::max(1, per_multiprocessor) * multiprocessors_ - std::max(1, multiprocessors_ / 16)));
-    }
-    if (const char* launch = std::getenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH")) {
-      char* end = nullptr;
-      fail_move_launch_at_ = std::strtoull(launch, &end, 10);
-      if (end == launch || *end != '\0')
-        throw invalid_argument(detail::message("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH is '", launch,
-                                               "'; use the number of the move-kernel launch to fail (1 is the first)"));
-    }
-    if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
-      const std::string name = choice;
-      if (name == "block") kernel_ = MoveKernel::block;
-      else if (name == "warp") kernel_ = MoveKernel::warp;
-      else throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'block' or 'warp'");
     }
   }
 
