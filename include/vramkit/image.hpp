@@ -10,6 +10,7 @@
 
 #include <gsl/span>
 
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/host_device_macros.hpp>
 #include <vramkit/detail/pitched_rows.hpp>
 #include <vramkit/device_buffer.hpp>
@@ -42,10 +43,10 @@ class Image {
     if (width == 0 || height == 0) {
       throw invalid_argument(detail::message("image of ", width, " x ", height, " pixels: both must be > 0"));
     }
-    if (row_alignment == 0 || (row_alignment & (row_alignment - 1)) != 0) {
+    if (!detail::is_power_of_two(row_alignment)) {
       throw invalid_argument(detail::message("row alignment ", row_alignment, " is not a power of two"));
     }
-    pitch_bytes_ = (std::uint64_t{width} * sizeof(T) + row_alignment - 1) & ~(row_alignment - 1);
+    pitch_bytes_ = detail::align_up(std::uint64_t{width} * sizeof(T), row_alignment);
     if (pitch_bytes_ == 0 || height > std::numeric_limits<std::uint64_t>::max() / pitch_bytes_) {
       throw invalid_argument(detail::message("image of ", width, " x ", height, " pixels with rows of ",
                                              pitch_bytes_, " bytes overflows 64-bit byte counts"));

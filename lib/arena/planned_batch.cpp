@@ -4,13 +4,14 @@
 
 #include <algorithm>
 
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/units.hpp>
 
 namespace vramkit {
 
 std::uint64_t largest_region_available(const Pool& pool, std::uint64_t alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > max_block_alignment) {
+  if (!detail::is_power_of_two(alignment) || alignment > max_block_alignment) {
     throw invalid_argument(detail::message("region alignment ", alignment, " is not a power of two up to ",
                                            max_block_alignment));
   }

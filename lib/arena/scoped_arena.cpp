@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <limits>
 
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/units.hpp>
 
 namespace vramkit {
 namespace {
 
-bool is_power_of_two(std::uint64_t value) {
-  return value != 0 && (value & (value - 1)) == 0;
-}
+using detail::is_power_of_two;
 
 std::string quote_name(const std::string& name) {
   return "'" + name + "'";

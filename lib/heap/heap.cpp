@@ -14,6 +14,7 @@
 
 #include <gsl/assert>
 
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 
@@ -23,10 +24,8 @@ namespace {
 /// Blocks of the request's own size class that allocate looks at before good fit (see allocate).
 constexpr unsigned own_class_probe = 2;
 
-bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
-std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
-  return (value + alignment - 1) & ~(alignment - 1);
-}
+using detail::align_up;
+using detail::is_power_of_two;
 
 }  // namespace
 

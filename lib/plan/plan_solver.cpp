@@ -16,6 +16,7 @@
 // before it; the unchanged prefix is replayed from the best placement, not searched again). The random
 // generator is std::mt19937_64, whose sequence the standard fixes, and every sort breaks ties by index, so
 // the result depends on nothing but the plan and the options.
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/memory_plan.hpp>
@@ -28,6 +29,8 @@
 
 namespace vramkit {
 namespace {
+
+using detail::align_up;
 
 enum class Gap { first_fit, best_fit };
 
@@ -99,9 +102,6 @@ class Packer {
  private:
   static bool conflicts(const Placed& placed, const Item& item) {
     return placed.first <= item.last && item.first <= placed.last;
-  }
-  static std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
-    return (value + alignment - 1) & ~(alignment - 1);
   }
 
   // The lowest aligned offset free of every conflicting placed buffer. `candidate` is the lowest

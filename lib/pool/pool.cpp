@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/units.hpp>
@@ -14,10 +15,8 @@
 namespace vramkit {
 namespace {
 
-bool is_power_of_two(std::uint64_t value) { return value != 0 && (value & (value - 1)) == 0; }
-std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
-  return (value + alignment - 1) & ~(alignment - 1);
-}
+using detail::align_up;
+using detail::is_power_of_two;
 
 }  // namespace
 

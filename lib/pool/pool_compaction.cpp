@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <vramkit/compactor/chunk_plan.hpp>
+#include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 
@@ -134,7 +135,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   if (options.goal == CompactGoal::hole && options.hole_bytes == 0) {
     throw invalid_argument("compaction goal 'hole' needs hole_bytes > 0");
   }
-  if (options.goal == CompactGoal::hole && (options.hole_alignment & (options.hole_alignment - 1)) != 0) {
+  if (options.goal == CompactGoal::hole && options.hole_alignment != 0 && !detail::is_power_of_two(options.hole_alignment)) {
     throw invalid_argument(detail::message("hole alignment ", options.hole_alignment, " is not a power of two"));
   }
   const auto started = std::chrono::steady_clock::now();
