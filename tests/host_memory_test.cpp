@@ -43,6 +43,27 @@ int walk_host_allocations(Operation&& operation, Check&& check) {
     ++failures;
   }
 }
+
+// Runs `operation` with every host allocation on this thread from the k-th on failing (host memory
+// that has run out stays out). Returns whether it threw (bad_alloc, or an error raised because of
+// one); the countdown is off again when this returns, whatever happened.
+template <class Operation>
+bool run_out_of_memory_from(long long k, Operation&& operation) {
+  struct Disarm {
+    ~Disarm() {
+      failures_persist = false;
+      allocations_until_failure = -1;
+    }
+  } disarm;
+  allocations_until_failure = k;
+  failures_persist = true;
+  try {
+    operation();
+  } catch (const std::exception&) {
+    return true;
+  }
+  return false;
+}
 }  // namespace
 
 // clang's static ThreadSanitizer runtime defines these operators itself (a duplicate definition
@@ -208,16 +229,8 @@ TEST_CASE("compactions that run out of host memory for good part way lose no byt
     for (long long k = 0;; ++k) {
       INFO("host allocations fail from the " << k << "th of the compaction on");
       auto [pool, live] = build();
-      bool failed = false;
-      allocations_until_failure = k;
-      failures_persist = true;
-      try {
-        pool->compact(kind.options);
-      } catch (const std::exception&) {  // bad_alloc, or device_error when a part could not run
-        failed = true;
-      }
-      failures_persist = false;
-      allocations_until_failure = -1;
+      // bad_alloc, or device_error when a part could not run
+      const bool failed = run_out_of_memory_from(k, [&, &pool = pool] { pool->compact(kind.options); });
       for (const auto& [handle, key] : live) REQUIRE(holds_pattern(*pool, handle, key));
       pool->check_invariants();
       // The pool works on once memory is back: a compaction then completes.
@@ -240,17 +253,7 @@ TEST_CASE("a heap rebuild after reserve_rebuild allocates nothing", "[heap][host
   heap.reserve_rebuild(placements.size());
   std::vector<BlockId> ids;
   ids.reserve(placements.size());
-  allocations_until_failure = 0;
-  failures_persist = true;
-  bool threw = false;
-  try {
-    heap.rebuild(placements, ids);
-  } catch (const std::bad_alloc&) {
-    threw = true;
-  }
-  failures_persist = false;
-  allocations_until_failure = -1;
-  CHECK_FALSE(threw);
+  CHECK_FALSE(run_out_of_memory_from(0, [&] { heap.rebuild(placements, ids); }));
   heap.check_invariants();
   CHECK(heap.free_ranges() == 1001);
   CHECK(ids.size() == 1000);
@@ -282,16 +285,8 @@ TEST_CASE("an allocation that compacts a hole first and runs out of host memory 
     INFO("host allocations fail from the " << k << "th of the allocation on");
     auto [pool, live] = build();
     const std::size_t live_before = pool->statistics().live_allocations;
-    bool failed = false;
-    allocations_until_failure = k;
-    failures_persist = true;
-    try {
-      live.emplace_back(pool->allocate(200_KiB), 0);
-    } catch (const std::exception&) {
-      failed = true;
-    }
-    failures_persist = false;
-    allocations_until_failure = -1;
+    const bool failed =
+        run_out_of_memory_from(k, [&, &pool = pool, &live = live] { live.emplace_back(pool->allocate(200_KiB), 0); });
     if (!failed) {
       CHECK(pool->statistics().compactions == 1);
       write_pattern(*pool, live.back().first, 0);
@@ -358,16 +353,7 @@ TEST_CASE("a mixed workload that runs out of host memory for good at any point l
     Pool pool({.capacity_bytes = 256_KiB, .max_capacity_bytes = 2_MiB, .free_cache_bytes = 0}, make_host_device());
     std::vector<Live> live;
     live.reserve(64);  // the test's own list never allocates inside the walk
-    bool failed = false;
-    allocations_until_failure = k;
-    failures_persist = true;
-    try {
-      workload(pool, live);
-    } catch (const std::exception&) {
-      failed = true;
-    }
-    failures_persist = false;
-    allocations_until_failure = -1;
+    const bool failed = run_out_of_memory_from(k, [&] { workload(pool, live); });
     for (const Live& entry : live) REQUIRE(holds_pattern(pool, entry.handle, entry.key));
     pool.check_invariants();
     const Handle more = pool.allocate(64_KiB);

@@ -97,21 +97,17 @@ std::size_t Pool::clear_layout(Layout& layout) const {
 bool Pool::walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
                             std::vector<compactor::LiveBlock>& blocks) const {
   const Heap& heap = segments_[segment]->heap;
-  if (pinned_ == 0 && over_aligned_ == 0) {
-    for (; next != no_block && limit != 0; next = heap.next(next)) {
-      const HeapBlock block = heap.block(next);
-      if (block.free) continue;
-      blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
-      --limit;
-    }
-    return next == no_block;
-  }
+  const bool read_slots = pinned_ != 0 || over_aligned_ != 0;  // loop-invariant: the compiler unswitches it
   for (; next != no_block && limit != 0; next = heap.next(next)) {
     const HeapBlock block = heap.block(next);
     if (block.free) continue;
-    const Slot& entry = (*table_)[block.tag];
-    blocks.push_back({block.offset, block.bytes, entry.alignment, entry.pins == 0 && entry.kind == SlotKind::buffer,
-                      block.tag});
+    if (read_slots) {
+      const Slot& entry = (*table_)[block.tag];
+      blocks.push_back({block.offset, block.bytes, entry.alignment, entry.pins == 0 && entry.kind == SlotKind::buffer,
+                        block.tag});
+    } else {
+      blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
+    }
     --limit;
   }
   return next == no_block;
@@ -252,7 +248,8 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
 // back once the moves are queued), as if every move will complete: nobody can look at them before
 // this returns, as the pool's lock is held. If not every move completes, or that update fails, the
 // moved slots are put back and update_heaps runs again with the result, rebuilding every heap a
-// move names: the completed moves are applied, the rest undone.
+// move names: the completed moves are applied, the rest undone. The update's host memory is taken
+// before anything moves (reserve_update), so it can fail only on a broken invariant.
 void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
                        const Device::PlanMore* plan_more) {
   if (moves.empty() && plan_more == nullptr) return;
@@ -271,7 +268,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     try {
       update_heaps(moves, ExecutionResult{}, layout, ahead);
       updated_ahead = true;
-    } catch (...) {  // out of host memory: done again below, after the device's result
+    } catch (...) {  // a broken invariant (its memory is reserved): done again below, after the result
     }
     update_time += std::chrono::steady_clock::now() - start;
   };
@@ -310,8 +307,8 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     try {
       update_heaps(moves, result, layout, report);
     } catch (...) {
-      // Out of host memory part way: every completed move still gets its slot, so every handle
-      // reaches its bytes, though a heap may no longer match its slots.
+      // Failed part way (a broken invariant: its memory is reserved): every completed move still
+      // gets its slot, so every handle reaches its bytes, though a heap may no longer match its slots.
       for (std::size_t index = 0; index < moves.size(); ++index) {
         if (!completed(result, index)) continue;
         Slot& entry = (*table_)[moves[index].tag];
@@ -359,7 +356,7 @@ void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
 }
 
 // Puts every moved slot back at its source, before update_heaps undoes an update made ahead of
-// the device's result (apply_moves). Cannot fail: if the update then runs out of host memory,
+// the device's result (apply_moves). Cannot fail: if the update then fails (a broken invariant),
 // every handle still reaches its bytes, though a heap may no longer match its slots.
 void Pool::reset_moved_slots(const std::vector<compactor::Move>& moves) {
   for (const compactor::Move& move : moves) {

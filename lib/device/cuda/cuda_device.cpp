@@ -70,15 +70,21 @@ class CudaDevice final : public Device {
     name_ = detail::message(properties.name, " (CUDA device ", ordinal, ")");
     multiprocessors_ = properties.multiProcessorCount;
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-    check(cudaStreamCreateWithFlags(&prep_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    for (const MoveKernel kernel : {MoveKernel::block, MoveKernel::warp}) {
-      int per_multiprocessor = 1;
-      check(cuda_detail::move_blocks_per_multiprocessor(kernel, &per_multiprocessor),
-            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-      // A few multiprocessors keep a block's room free, where the next part's chunk derivation
-      // runs while this part moves (a full grid holds every register until its tail).
-      move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(
-          std::max(1, std::max(1, per_multiprocessor) * multiprocessors_ - std::max(1, multiprocessors_ / 16)));
+    try {  // a constructor that throws runs no destructor: the streams made so far go here
+      check(cudaStreamCreateWithFlags(&prep_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      for (const MoveKernel kernel : {MoveKernel::block, MoveKernel::warp}) {
+        int per_multiprocessor = 1;
+        check(cuda_detail::move_blocks_per_multiprocessor(kernel, &per_multiprocessor),
+              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        // A few multiprocessors keep a block's room free, where the next part's chunk derivation
+        // runs while this part moves (a full grid holds every register until its tail).
+        move_blocks_[static_cast<int>(kernel)] = static_cast<unsigned>(
+            std::max(1, std::max(1, per_multiprocessor) * multiprocessors_ - std::max(1, multiprocessors_ / 16)));
+      }
+    } catch (...) {
+      if (prep_stream_ != nullptr) cudaStreamDestroy(prep_stream_);
+      cudaStreamDestroy(stream_);
+      throw;
     }
   }
 
