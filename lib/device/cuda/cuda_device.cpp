@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -60,9 +61,10 @@ class CudaDevice final : public Device {
     }
     if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
       const std::string name = choice;
-      if (name == "block") kernel_ = MoveKernel::block;
-      else if (name == "warp") kernel_ = MoveKernel::warp;
-      else throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'block' or 'warp'");
+      if (name == "block") forced_kernel_ = MoveKernel::block;
+      else if (name == "warp") forced_kernel_ = MoveKernel::warp;
+      else if (name != "auto")
+        throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'auto', 'block' or 'warp'");
     }
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaDeviceProp properties{};
@@ -175,8 +177,9 @@ class CudaDevice final : public Device {
     ExecutionResult result;
     run_queued(
         [&](Buffers& used) {
-          if (queue_slide(moves, segment_bases, used)) return;
-          compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel_));
+          const MoveKernel kernel = kernel_for(moves);
+          if (queue_slide(moves, segment_bases, kernel, used)) return;
+          compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
           queue_plan_or_report(scratch, moves.size(), used, result);
         },
         meanwhile);
@@ -204,10 +207,10 @@ class CudaDevice final : public Device {
             if (part.empty()) continue;
             used.phases_launched = 0;
             try {
-              if (!queue_slide(part, segment_bases, used)) {
+              if (!queue_slide(part, segment_bases, kernel_for(part), used)) {
                 while (more) more = plan_more(moves);
-                compactor::make_chunk_plan(gsl::span<const compactor::Move>(moves).subspan(queued), segment_bases,
-                                           scratch, cuda_detail::chunk_limit(kernel_));
+                const auto rest = gsl::span<const compactor::Move>(moves).subspan(queued);
+                compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel_for(rest)));
                 queue_plan(scratch, used);
               }
             } catch (const std::exception& error) {
@@ -425,15 +428,24 @@ class CudaDevice final : public Device {
     }
   }
 
+  // The kernel for these moves: the one the environment forced, else the warp form for small moves
+  // (cuda_detail::automatic_move_kernel). One pass over the moves, which the planner just wrote.
+  MoveKernel kernel_for(gsl::span<const compactor::Move> moves) const {
+    if (forced_kernel_) return *forced_kernel_;
+    std::uint64_t bytes = 0;
+    for (const compactor::Move& move : moves) bytes += move.bytes;
+    return cuda_detail::automatic_move_kernel(bytes, moves.size());
+  }
+
   // Queues a slide's moves: upload, chunks made on the GPU, the move kernel. False (nothing
   // queued) if the moves are not a slide.
   bool queue_slide(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                   Buffers& used) {
+                   MoveKernel kernel, Buffers& used) {
     const Buffers before = used;
     auto* staged = static_cast<SlideMove*>(take_staging(moves.size() * sizeof(SlideMove), used));
     std::size_t count = 0;
     std::uint64_t total = 0;
-    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel_), staged, count,
+    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel), staged, count,
                                              total)) {
       used.staging = before.staging;
       return false;
@@ -448,11 +460,11 @@ class CudaDevice final : public Device {
     const cudaStream_t preparation = preparation_stream(used);
     check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count),
-                                                  static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel_),
+                                                  static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel),
                                                   device_chunks, flags, preparation),
           "chunk kernel launch");
     order_after_preparation(preparation, used);
-    check(launch_move(kernel_, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags),
+    check(launch_move(kernel, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags),
           "move kernel launch");
     used.moving = true;
     return true;
@@ -477,8 +489,11 @@ class CudaDevice final : public Device {
     const cudaStream_t preparation = preparation_stream(used);
     check(cudaMemcpyAsync(device_chunks, staged, upload_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     order_after_preparation(preparation, used);
-    // A plan of larger chunks than the chosen kernel takes (a caller's own plan) runs by block.
-    const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(kernel_) ? kernel_ : MoveKernel::block;
+    // A plan split for the warp form runs by warp unless the environment asks for blocks; larger
+    // chunks (a caller's own plan) run by block.
+    const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(MoveKernel::warp)
+                                  ? forced_kernel_.value_or(MoveKernel::warp)
+                                  : MoveKernel::block;
     for (std::size_t phase = 0; phase < phases; ++phase) {
       check(launch_move(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
                         flags + count + phase, flags),
@@ -491,7 +506,8 @@ class CudaDevice final : public Device {
   int ordinal_;
   std::string name_;
   int multiprocessors_ = 0;
-  MoveKernel kernel_ = MoveKernel::block;  ///< VRAMKIT_MOVE_KERNEL=block|warp chooses it.
+  /// VRAMKIT_MOVE_KERNEL=block|warp forces a kernel; unset or auto: kernel_for chooses.
+  std::optional<MoveKernel> forced_kernel_;
   unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
   std::uint64_t move_launches_ = 0;         ///< Move-kernel launches so far (launch_move).
   std::uint64_t fail_move_launch_at_ = 0;   ///< VRAMKIT_CUDA_FAIL_MOVE_LAUNCH; 0: none.
