@@ -64,6 +64,14 @@ TEST_CASE("the CUDA device refuses a chunk plan its kernels cannot move, and mov
   CHECK(device->execute(compactor::make_chunk_plan({&move, 1}), 1).complete);
   device->copy_to_host(back.data(), region.address + 4_MiB, back.size(), nullptr);
   CHECK(back == data);
+  // A caller's plan need not state the limit it was split with: its 64 KiB chunks move whole
+  // (by the block form), whatever kernel small moves would get.
+  const compactor::CopyRange again{.source = region.address, .destination = region.address + 6_MiB, .bytes = 2_MiB};
+  compactor::ChunkPlan unstated = compactor::make_chunk_plan({&again, 1});
+  unstated.chunk_bytes = 0;
+  CHECK(device->execute(unstated, 1).complete);
+  device->copy_to_host(back.data(), region.address + 6_MiB, back.size(), nullptr);
+  CHECK(back == data);
   device->release(region);
 }
 

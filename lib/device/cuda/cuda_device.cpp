@@ -150,11 +150,14 @@ class CudaDevice final : public Device {
   }
 
   // A caller's own plan: the move kernels copy 16-byte vectors, at most max_chunk_bytes a chunk
-  // (what the pool's plans always are); anything else is refused before anything is queued.
+  // (what the pool's plans always are); anything else is refused before anything is queued. The
+  // kernel is chosen by the plan's longest chunk (kernel_for_chunks), not by its chunk_bytes.
   ExecutionResult execute(const compactor::ChunkPlan& plan, std::size_t moves) override {
     compactor::check_move_indices(plan, moves);
+    std::uint32_t largest = 0;
     for (std::size_t index = 0; index < plan.chunks.size(); ++index) {
       const compactor::Chunk& chunk = plan.chunks[index];
+      largest = std::max(largest, chunk.bytes);
       if (chunk.bytes > cuda_detail::max_chunk_bytes || ((chunk.bytes | chunk.source | chunk.destination) & 15) != 0) {
         throw invalid_argument(detail::message("chunk ", index, " of ", chunk.bytes, " bytes from ", chunk.source,
                                                " to ", chunk.destination, ": the CUDA device moves chunks of at most ",
@@ -164,7 +167,8 @@ class CudaDevice final : public Device {
     }
     std::lock_guard lock(mutex_);
     ExecutionResult result;
-    run_queued([&](Buffers& used) { queue_plan_or_report(plan, moves, used, result); }, nullptr);
+    const MoveKernel kernel = cuda_detail::kernel_for_chunks(largest, forced_kernel_.value_or(MoveKernel::warp));
+    run_queued([&](Buffers& used) { queue_plan_or_report(plan, kernel, moves, used, result); }, nullptr);
     return result;
   }
 
@@ -180,7 +184,7 @@ class CudaDevice final : public Device {
           const MoveKernel kernel = kernel_for(moves);
           if (queue_slide(moves, segment_bases, kernel, used)) return;
           compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
-          queue_plan_or_report(scratch, moves.size(), used, result);
+          queue_plan_or_report(scratch, kernel, moves.size(), used, result);
         },
         meanwhile);
     return result;
@@ -210,8 +214,9 @@ class CudaDevice final : public Device {
               if (!queue_slide(part, segment_bases, kernel_for(part), used)) {
                 while (more) more = plan_more(moves);
                 const auto rest = gsl::span<const compactor::Move>(moves).subspan(queued);
-                compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel_for(rest)));
-                queue_plan(scratch, used);
+                const MoveKernel kernel = kernel_for(rest);
+                compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
+                queue_plan(scratch, kernel, used);
               }
             } catch (const std::exception& error) {
               // The parts before this one are queued and will run, as will this part's phases that
@@ -416,11 +421,11 @@ class CudaDevice final : public Device {
   // queue_plan, but a launch failure after earlier phases were launched is a result (the moves
   // those phases run complete; the rest did not start) rather than an exception, which would tell
   // the pool that nothing moved. Other failures propagate: nothing had been launched.
-  void queue_plan_or_report(const compactor::ChunkPlan& plan, std::size_t moves, Buffers& used,
+  void queue_plan_or_report(const compactor::ChunkPlan& plan, MoveKernel kernel, std::size_t moves, Buffers& used,
                             ExecutionResult& result) {
     result.reserve_failure(moves);  // before anything runs: reporting then allocates nothing
     try {
-      queue_plan(plan, used);
+      queue_plan(plan, kernel, used);
     } catch (const std::exception& error) {
       if (used.phases_launched == 0) throw;
       result.fail(error.what(), moves, 0);
@@ -470,9 +475,11 @@ class CudaDevice final : public Device {
     return true;
   }
 
-  // Queues a chunk plan's phases.
-  // used.phases_launched counts the phases launched, for a failure part way.
-  void queue_plan(const compactor::ChunkPlan& plan, Buffers& used) {
+  // Queues a chunk plan's phases, run by `kernel`, which must move every chunk of the plan whole
+  // (each at most cuda_detail::chunk_limit(kernel) bytes: the limit the plan was split with, or
+  // kernel_for_chunks for a caller's plan). used.phases_launched counts the phases launched, for a
+  // failure part way.
+  void queue_plan(const compactor::ChunkPlan& plan, MoveKernel kernel, Buffers& used) {
     used.phases_launched = 0;
     const std::size_t count = plan.chunks.size();
     if (count == 0) return;
@@ -489,11 +496,6 @@ class CudaDevice final : public Device {
     const cudaStream_t preparation = preparation_stream(used);
     check(cudaMemcpyAsync(device_chunks, staged, upload_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     order_after_preparation(preparation, used);
-    // A plan split for the warp form runs by warp unless the environment asks for blocks; larger
-    // chunks (a caller's own plan) run by block.
-    const MoveKernel kernel = plan.chunk_bytes <= cuda_detail::chunk_limit(MoveKernel::warp)
-                                  ? forced_kernel_.value_or(MoveKernel::warp)
-                                  : MoveKernel::block;
     for (std::size_t phase = 0; phase < phases; ++phase) {
       check(launch_move(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
                         flags + count + phase, flags),

@@ -48,6 +48,17 @@ static_assert(automatic_move_kernel(10000 * 184320ull, 10000) == MoveKernel::blo
 static_assert(automatic_move_kernel(4 * warp_mean_bytes, 4) == MoveKernel::block);     // the limit itself
 static_assert(automatic_move_kernel(4 * warp_mean_bytes - 1, 4) == MoveKernel::warp);
 
+/// The kernel for a chunk plan whose longest chunk is `largest` bytes: a forced kernel, else the
+/// warp form, when the warp form can move every chunk whole; else the block form (which moves
+/// chunks of up to max_chunk_bytes). Decided from the chunks themselves, never from a plan's
+/// stated limit, which a caller's own plan need not set.
+inline constexpr MoveKernel kernel_for_chunks(std::uint32_t largest, MoveKernel preferred) {
+  return largest <= warp_chunk_bytes ? preferred : MoveKernel::block;
+}
+static_assert(kernel_for_chunks(warp_chunk_bytes, MoveKernel::warp) == MoveKernel::warp);
+static_assert(kernel_for_chunks(warp_chunk_bytes + 16, MoveKernel::warp) == MoveKernel::block);
+static_assert(kernel_for_chunks(16, MoveKernel::block) == MoveKernel::block);
+
 /// Runs chunks [begin, end) in one launch (each at most chunk_limit(kernel) bytes). read_flags has
 /// one zeroed word per chunk of the plan; ticket is a zeroed counter for this launch. blocks: a
 /// grid that fits on the device at once (move_blocks_per_multiprocessor x multiprocessors).
