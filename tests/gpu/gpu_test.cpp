@@ -11,6 +11,7 @@
 
 #include "gpu/gpu_kernels.hpp"
 #include "support/compaction_property.hpp"
+#include "support/first_difference.hpp"
 #include "support/patterns.hpp"
 #include "support/phased_hole_layout.hpp"
 

@@ -7,8 +7,6 @@
 
 #include <vramkit/pool.hpp>
 
-#include "support/first_difference.hpp"
-
 namespace vramkit_test {
 
 /// bytes of a pattern that differs for every key and every position (a 64-bit LCG stream,
