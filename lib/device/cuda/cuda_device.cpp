@@ -100,6 +100,7 @@ class CudaDevice final : public Device {
     for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
     free_buffer(scratch_);
     free_buffer(staging_);
+    free_outgrown();
     cudaStreamDestroy(prep_stream_);
     cudaStreamDestroy(stream_);
   }
@@ -344,21 +345,31 @@ class CudaDevice final : public Device {
     buffer.bytes = 0;
   }
 
-  // The next `bytes` of `buffer`, from `used` on. When they do not fit, waits for what is queued
-  // (which reads or writes the buffer) and takes a buffer twice as large as needed.
+  // The next `bytes` of `buffer`, from `used` on. When they do not fit, takes a buffer twice as
+  // large as needed; the outgrown one, which work already queued may still read or write, is kept
+  // until the execution's work is done (free_outgrown), so the GPU goes on moving meanwhile. (It
+  // used to wait for that work here: a compaction in parts that outgrew its buffers, as a pool's
+  // first does, drained the pipeline at each growth.) Changes nothing if it throws.
   void* take(GrowingBuffer& buffer, std::size_t& used, std::size_t bytes) {
     if (used + bytes > buffer.bytes) {
-      wait_queued();
-      free_buffer(buffer);
       const std::size_t size = 2 * (used + bytes);
-      check(buffer.host ? cudaMallocHost(&buffer.data, size) : cudaMalloc(&buffer.data, size),
+      outgrown_.reserve(outgrown_.size() + 1);  // the push_back below then cannot throw
+      void* data = nullptr;
+      check(buffer.host ? cudaMallocHost(&data, size) : cudaMalloc(&data, size),
             buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+      if (buffer.data != nullptr) outgrown_.push_back(buffer);
+      buffer.data = data;
       buffer.bytes = size;
       used = 0;
     }
     void* taken = static_cast<char*>(buffer.data) + used;
     used += align(bytes);
     return taken;
+  }
+  // Frees the buffers that take() replaced; only once no queued work can touch them.
+  void free_outgrown() noexcept {
+    for (GrowingBuffer& buffer : outgrown_) free_buffer(buffer);
+    outgrown_.clear();
   }
   void* take_staging(std::size_t bytes, Buffers& used) { return take(staging_, used.staging, bytes); }
   void* take_scratch(std::size_t bytes, Buffers& used) { return take(scratch_, used.scratch, bytes); }
@@ -401,9 +412,11 @@ class CudaDevice final : public Device {
       queue(used);
       if (meanwhile) meanwhile();
       wait_queued();
+      free_outgrown();
     } catch (...) {
       cudaStreamSynchronize(prep_stream_);
       cudaStreamSynchronize(stream_);
+      free_outgrown();
       throw;
     }
   }
@@ -524,6 +537,7 @@ class CudaDevice final : public Device {
   std::vector<cudaEvent_t> prepared_events_;  ///< One a part: its preparation is done (order_after_preparation).
   GrowingBuffer staging_{.host = true};
   GrowingBuffer scratch_{.host = false};
+  std::vector<GrowingBuffer> outgrown_;  ///< Replaced by take() during the execution under way.
 };
 
 }  // namespace
