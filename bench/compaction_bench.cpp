@@ -49,16 +49,18 @@ struct Result {
   std::uint64_t bytes_moved = 0;
   std::uint64_t blocks_moved = 0;
   bool verified = true;
+  unsigned update_threads = 1;
 };
 
 // Fills a pool with the layout, writes every kept buffer, frees the gaps, compacts and checks every
 // kept buffer; then frees everything and does it all again in the same pool. The first compaction
 // of a pool finds its bookkeeping's scratch storage unallocated (each page the kernel zeroes on
 // first touch); the second finds it ready, as a pool that compacts between batches does.
-std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layout& layout, CompactionParts parts) {
+std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layout& layout, CompactionParts parts,
+                               unsigned threads) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < layout.keep.size(); ++i) total += layout.keep[i] + layout.gap[i];
-  Pool pool({.capacity_bytes = total + 4_MiB, .compaction_parts = parts}, device);
+  Pool pool({.capacity_bytes = total + 4_MiB, .compaction_parts = parts, .compaction_threads = threads}, device);
   const bool has_memory = device->kind() != DeviceKind::virtual_memory;
   std::vector<std::uint64_t> words, read;
   std::array<Result, 2> results;
@@ -78,7 +80,7 @@ std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layo
     if (evict_before_compaction) evict_host_caches();
     const CompactionReport report = pool.compact({.release_empty_segments = false});
     result = {report.seconds.count(), report.plan_seconds.count(), report.execute_seconds.count(),
-              report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true};
+              report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true, report.update_threads};
     for (std::size_t i = 0; i < kept.size() && result.verified && has_memory; ++i) {
       words.resize(layout.keep[i] / 8);
       read.resize(words.size());
@@ -126,11 +128,18 @@ int main(int argc, char** argv) {
               "batch", "verified");
   for (const Layout& layout : layouts) {
     // The pool's default (automatic), then in parts and planned first whatever the block sizes,
-    // interleaved run by run, each repeat starting with the next one, so that no way always runs
-    // first (docs/benchmarks.md: two ways that plan alike differed by 20% on layout (b)).
-    constexpr CompactionParts modes[] = {CompactionParts::automatic, CompactionParts::always, CompactionParts::never};
-    constexpr const char* mode_names[] = {"", "  the same, always in parts", "  the same, always planned first"};
-    std::vector<Result> runs[3][2];  // by way, then the first compaction of a pool and the next
+    // then the default with the update on the calling thread alone (compaction_threads 1: the
+    // baseline of the threads' share), interleaved run by run, each repeat starting with the next
+    // one, so that no way always runs first (docs/benchmarks.md: two ways that plan alike differed
+    // by 20% on layout (b)).
+    constexpr int ways = 4;
+    constexpr CompactionParts modes[ways] = {CompactionParts::automatic, CompactionParts::always,
+                                             CompactionParts::never, CompactionParts::automatic};
+    constexpr unsigned mode_threads[ways] = {0, 0, 0, 1};
+    constexpr const char* mode_names[ways] = {"", "  the same, always in parts", "  the same, always planned first",
+                                              "  the same, update on one thread"};
+    constexpr const char* mode_keys[ways] = {"automatic", "always", "never", "automatic, compaction_threads 1"};
+    std::vector<Result> runs[ways][2];  // by way, then the first compaction of a pool and the next
     // The ceiling is timed before the pool's runs and again after them; the faster is used. One
     // process had it 7% below what the same copy gave elsewhere on the same GPU (docs/benchmarks.md),
     // and a low ceiling flatters every ratio against it.
@@ -138,13 +147,13 @@ int main(int argc, char** argv) {
     for (std::uint64_t bytes : layout.keep) kept_bytes += bytes;
     const double ceiling_before = cuda ? vramkit_bench::large_copy_seconds(kept_bytes, 10) : NAN;
     for (int r = 0; r < repeats; ++r)
-      for (int step = 0; step < 3; ++step) {
-        const int mode = (r + step) % 3;
-        const std::array<Result, 2> pair = run_pool(device, layout, modes[mode]);
+      for (int step = 0; step < ways; ++step) {
+        const int mode = (r + step) % ways;
+        const std::array<Result, 2> pair = run_pool(device, layout, modes[mode], mode_threads[mode]);
         for (int again = 0; again < 2; ++again) runs[mode][again].push_back(pair[again]);
       }
     double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;
-    for (int row = 0; row < 6; ++row) {
+    for (int row = 0; row < 2 * ways; ++row) {
       const int mode = row / 2, again = row % 2;
       std::vector<Result>& results = runs[mode][again];
       std::sort(results.begin(), results.end(), [](const Result& a, const Result& b) { return a.seconds < b.seconds; });
@@ -173,14 +182,16 @@ int main(int argc, char** argv) {
       std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", name.c_str(),
                   format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
                   batch_gbs, verdict);
-      std::printf("%-42s phases: device call %.3f ms, the host's walk+plan %.3f ms and update %.3f ms inside it\n",
-                  "", median.execute_seconds * 1e3, median.plan_seconds * 1e3, median.update_seconds * 1e3);
+      std::printf("%-42s phases: device call %.3f ms, the host's walk+plan %.3f ms and update %.3f ms (%u thread%s) "
+                  "inside it\n",
+                  "", median.execute_seconds * 1e3, median.plan_seconds * 1e3, median.update_seconds * 1e3,
+                  median.update_threads, median.update_threads == 1 ? "" : "s");
       if (cuda) {
         std::printf("%-42s pool / ceiling %.0f%%, pool / loop %.1fx, pool / batch %.1fx\n", "",
                     100 * pool_gbs / ceiling_gbs, pool_gbs / loop_gbs, pool_gbs / batch_gbs);
       }
       report["layouts"].push_back({{"layout", layout.name},
-                                   {"compaction_parts", mode == 0 ? "automatic" : mode == 1 ? "always" : "never"},
+                                   {"compaction_parts", mode_keys[mode]},
                                    {"compaction", again ? "again, in the same pool" : "the pool's first"},
                                    {"bytes_moved", median.bytes_moved},
                                    {"blocks_moved", median.blocks_moved},
@@ -188,6 +199,7 @@ int main(int argc, char** argv) {
                                    {"plan_seconds", median.plan_seconds},
                                    {"execute_seconds", median.execute_seconds},
                                    {"update_seconds", median.update_seconds},
+                                   {"update_threads", median.update_threads},
                                    {"pool_gbs", pool_gbs},
                                    {"ceiling_gbs", ceiling_gbs},
                                    {"loop_gbs", loop_gbs},

@@ -29,6 +29,8 @@ struct CompactionReport {
   std::uint64_t largest_free_before = 0;
   std::uint64_t largest_free_after = 0;
   bool goal_met = true;  ///< For a hole: whether one was made.
+  /// The most threads that shared the update of one heap and its slots (PoolOptions::compaction_threads).
+  unsigned update_threads = 1;
   std::chrono::duration<double> seconds{0};          ///< End to end.
   /// Walking the heaps and planning the moves (host). A full compaction plans in parts inside
   /// execute_seconds, while the device moves the parts planned before (Pool::compact).

@@ -14,11 +14,15 @@
 //    bits are set; the first block of a list, and only it, has no previous block in the list;
 //  - free_bytes, free_ranges and the sum of squared free sizes equal what the block list gives;
 //  - every node describes a block or is on the spare list, never both.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include <gsl/span>
+
+#include <vramkit/detail/default_init_allocator.hpp>
 
 namespace vramkit {
 
@@ -92,6 +96,23 @@ class Heap {
   /// Room for a rebuild of up to `placements` blocks (and the free blocks between them). Throws
   /// std::bad_alloc, changing nothing, when host memory runs out.
   void reserve_rebuild(std::size_t placements);
+  /// The most parts rebuild_in_parts splits its work into.
+  static constexpr unsigned max_rebuild_parts = 64;
+  /// rebuild(placements, ids), its O(n) passes split into `parts` (1 to max_rebuild_parts) ranges
+  /// of placements: run_parts(task) must call task(k) once for every k < parts, on any threads, and
+  /// return once every call has returned (the pool's WorkerTeam::run). The result is exactly
+  /// rebuild's, nodes and free lists alike; the calling thread links the free blocks, which after
+  /// a compaction are few. Throws what rebuild throws, changing nothing; allocates only as it does.
+  template <class RunParts>
+  void rebuild_in_parts(gsl::span<const HeapPlacement> placements, std::vector<BlockId>& ids, unsigned parts,
+                        RunParts&& run_parts) {
+    RebuildParts job = split_rebuild(placements, parts);
+    run_parts([this, &job](unsigned part) noexcept { check_rebuild_part(job, part); });
+    prepare_rebuild_parts(job, ids);
+    BlockId* const id_of = ids.data();
+    run_parts([this, &job, id_of](unsigned part) noexcept { fill_rebuild_part(job, part, id_of); });
+    finish_rebuild_parts(job);
+  }
 
   HeapBlock block(BlockId id) const {
     const Node& node = nodes_[id];  // inline: the compactor's walk calls it once per block
@@ -133,18 +154,42 @@ class Heap {
   static constexpr unsigned class_count = first_level_count * second_level_count;
   static constexpr unsigned no_class = ~0u;
 
+  /// Trivial, so that a parallel rebuild sizes nodes_ without a serial pass of writes (nodes_'s
+  /// DefaultInitAllocator); every node is made from blank_node() or written whole.
   struct Node {
-    std::uint64_t offset = 0;
-    std::uint64_t bytes = 0;
-    BlockId previous_physical = no_block;
-    BlockId next_physical = no_block;
-    BlockId previous_free = no_block;  ///< Free blocks only: no_block at the head of the list.
-    BlockId next_free = no_block;      ///< Free blocks only.
-    std::uint32_t tag = 0;
-    std::uint16_t free_class = 0;  ///< A free block's size class (set by insert_free).
-    bool free = false;
-    bool in_use = false;  ///< The node describes a block (not on the spare list).
+    std::uint64_t offset;
+    std::uint64_t bytes;
+    BlockId previous_physical;
+    BlockId next_physical;
+    BlockId previous_free;  ///< Free blocks only: no_block at the head of the list.
+    BlockId next_free;      ///< Free blocks only.
+    std::uint32_t tag;
+    std::uint16_t free_class;  ///< A free block's size class (set by insert_free).
+    bool free;
+    bool in_use;  ///< The node describes a block (not on the spare list).
   };
+  static constexpr Node blank_node() {
+    return {0, 0, no_block, no_block, no_block, no_block, 0, 0, false, false};
+  }
+
+  /// A parallel rebuild's split (rebuild_in_parts): part k has placements [begin[k], begin[k+1]),
+  /// which with the free blocks before them (gaps[k]) become nodes [first_node[k], first_node[k+1]).
+  struct RebuildParts {
+    gsl::span<const HeapPlacement> placements;
+    unsigned parts = 1;
+    std::array<std::size_t, max_rebuild_parts + 1> begin{};
+    std::array<std::size_t, max_rebuild_parts + 1> first_node{};
+    std::array<std::size_t, max_rebuild_parts> gaps{};
+    std::array<std::size_t, max_rebuild_parts> first_bad{};  ///< The part's first invalid placement, or SIZE_MAX.
+  };
+  RebuildParts split_rebuild(gsl::span<const HeapPlacement> placements, unsigned parts) const;
+  void check_rebuild_part(RebuildParts& job, unsigned part) const noexcept;
+  void prepare_rebuild_parts(RebuildParts& job, std::vector<BlockId>& ids);
+  void fill_rebuild_part(const RebuildParts& job, unsigned part, BlockId* ids) noexcept;
+  void finish_rebuild_parts(const RebuildParts& job) noexcept;
+  bool valid_placement(const HeapPlacement& placement, std::uint64_t cursor) const noexcept;
+  [[noreturn]] static void throw_invalid_placement(const HeapPlacement& placement);
+  void clear_for_rebuild() noexcept;
 
   static unsigned class_of(std::uint64_t units);
   static bool starts_class(std::uint64_t units);
@@ -161,7 +206,7 @@ class Heap {
   std::uint64_t capacity_;
   std::uint64_t granularity_;
   unsigned granularity_log2_;
-  std::vector<Node> nodes_;
+  std::vector<Node, detail::DefaultInitAllocator<Node>> nodes_;
   BlockId spare_head_ = no_block;  ///< Nodes describing no block, linked by next_physical.
   std::size_t spare_count_ = 0;
   BlockId first_ = no_block;

@@ -33,6 +33,7 @@ inline constexpr std::uint64_t max_block_alignment = std::uint64_t{2} << 20;
 class BlockCache;
 class HandleTable;
 class Heap;
+class WorkerTeam;
 
 /// automatic: in parts when the live blocks average at least 64 KiB; with smaller blocks the host's
 /// planning, not the GPU, decides how long a compaction takes (docs/concepts.md, "Compaction and
@@ -56,6 +57,12 @@ struct PoolOptions {
   /// many bytes are kept; automatic_cache: any size; 0: off.
   std::uint64_t free_cache_bytes = automatic_cache;
   static constexpr std::uint64_t automatic_cache = ~std::uint64_t{0};
+  /// Threads (the calling one included) that share a compaction's update of heaps and slots once
+  /// a segment has at least parallel_update_min_blocks live blocks; the pool starts them then, and
+  /// they sleep between compactions. 0: automatic (the hardware's threads, at most 8); 1: the
+  /// calling thread alone; at most Heap::max_rebuild_parts.
+  unsigned compaction_threads = 0;
+  static constexpr std::size_t parallel_update_min_blocks = 16384;
 };
 
 /// One block of the memory map.
@@ -179,6 +186,14 @@ class Pool {
                     const Layout& layout, CompactionReport& report);
   void reset_moved_slots(const std::vector<compactor::Move>& moves);
   void reserve_update(const std::vector<compactor::Move>& moves);
+  /// The parts an update of a segment's `blocks` blocks is split into: 1 without a team.
+  unsigned update_parts(std::size_t blocks) const;
+  /// Runs task(k) for k < parts, on the team when parts > 1 (update_parts).
+  template <class Task>
+  void run_parts(unsigned parts, Task&& task);
+  bool merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+                        const Layout& layout, CompactionReport& report);
+  void rebuild_heap(std::size_t segment, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;
@@ -203,6 +218,8 @@ class Pool {
   std::size_t pending_uses_sweep_at_ = 64;  ///< record_use forgets ended uses when there are this many.
   struct CompactionScratch;
   std::unique_ptr<CompactionScratch> compaction_scratch_;  ///< Created by the first compaction.
+  /// Shares large updates (compaction_threads); started by the first that needs it, if it can be.
+  std::unique_ptr<WorkerTeam> team_;
   // Counters behind PoolStatistics.
   std::uint64_t reserved_ = 0, used_ = 0, requested_ = 0, pinned_ = 0;
   /// Live slots whose alignment is above the granularity. With it and pinned_ at 0, compaction's

@@ -96,7 +96,7 @@ inline BlockId Heap::new_node() {
     return id;
   }
   if (nodes_.size() >= no_block) throw out_of_memory("heap has 2^32 - 1 blocks; no more block ids");
-  nodes_.push_back(Node{});
+  nodes_.push_back(blank_node());
   nodes_.back().in_use = true;
   return static_cast<BlockId>(nodes_.size() - 1);
 }
@@ -342,13 +342,8 @@ void Heap::reserve_rebuild(std::size_t placements) {
 void Heap::rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockId>& ids) {
   std::uint64_t cursor = 0;
   std::size_t nodes_needed = placements.size();
-  const std::uint64_t off_granularity = granularity_ - 1;  // a mask: a 64-bit division costs tens of cycles
   for (const HeapPlacement& placement : placements) {
-    if (placement.offset < cursor || (placement.offset & off_granularity) != 0 || placement.bytes == 0 ||
-        (placement.bytes & off_granularity) != 0 || placement.bytes > capacity_ - placement.offset) {
-      throw std::logic_error(detail::message("heap rebuild: placement at ", placement.offset, " of ",
-                                             placement.bytes, " bytes is unsorted, overlapping or outside"));
-    }
+    if (!valid_placement(placement, cursor)) throw_invalid_placement(placement);
     if (placement.offset > cursor) ++nodes_needed;  // a free block before it
     cursor = placement.offset + placement.bytes;
   }
@@ -358,7 +353,7 @@ void Heap::rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockI
   // the storage they have when it is large enough, as after a compaction (fewer free blocks than
   // before): fresh storage would be zeroed by the kernel page by page, which for 100,000 blocks
   // costs more than the rebuild itself.
-  std::vector<Node> storage;
+  decltype(nodes_) storage;
   if (nodes_.capacity() < nodes_needed) storage.reserve(nodes_needed);
   ids.clear();
   ids.reserve(placements.size());
@@ -366,20 +361,13 @@ void Heap::rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockI
     nodes_.swap(storage);
   else
     nodes_.clear();
-  spare_head_ = no_block;
-  spare_count_ = 0;
-  for (auto& head : free_heads_) head = no_block;
-  first_level_bitmap_ = 0;
-  for (auto& bits : second_level_bitmap_) bits = 0;
-  free_bytes_ = free_ranges_ = allocated_blocks_ = 0;
-  sum_of_squared_free_ = 0;
-  largest_free_valid_ = false;
+  clear_for_rebuild();
 
   BlockId last = no_block;
   // Nodes are appended in address order (the spare list is empty after the clear), linked as they go.
   auto append = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
     const auto id = static_cast<BlockId>(nodes_.size());
-    Node& node = nodes_.emplace_back();
+    Node& node = nodes_.emplace_back(blank_node());
     node.offset = offset;
     node.bytes = bytes;
     node.tag = tag;
@@ -403,6 +391,138 @@ void Heap::rebuild(gsl::span<const HeapPlacement> placements, std::vector<BlockI
     cursor = placement.offset + placement.bytes;
   }
   if (cursor < capacity_) append(cursor, capacity_ - cursor, true, 0);
+}
+
+bool Heap::valid_placement(const HeapPlacement& placement, std::uint64_t cursor) const noexcept {
+  const std::uint64_t off_granularity = granularity_ - 1;  // a mask: a 64-bit division costs tens of cycles
+  return placement.offset >= cursor && (placement.offset & off_granularity) == 0 && placement.bytes != 0 &&
+         (placement.bytes & off_granularity) == 0 && placement.bytes <= capacity_ - placement.offset;
+}
+
+void Heap::throw_invalid_placement(const HeapPlacement& placement) {
+  throw std::logic_error(detail::message("heap rebuild: placement at ", placement.offset, " of ", placement.bytes,
+                                         " bytes is unsorted, overlapping or outside"));
+}
+
+// Every list, bitmap and statistic empty, for a rebuild to fill (the nodes are the caller's).
+void Heap::clear_for_rebuild() noexcept {
+  spare_head_ = no_block;
+  spare_count_ = 0;
+  for (auto& head : free_heads_) head = no_block;
+  first_level_bitmap_ = 0;
+  for (auto& bits : second_level_bitmap_) bits = 0;
+  free_bytes_ = free_ranges_ = allocated_blocks_ = 0;
+  sum_of_squared_free_ = 0;
+  largest_free_valid_ = false;
+}
+
+// rebuild_in_parts, step by step: split (here), check each part and count its free blocks (in
+// parallel), prepare (storage, or the error: nothing has changed yet), fill each part's nodes (in
+// parallel: a node's id and links follow from its part's first node), finish (free lists and the
+// last free block, on the calling thread).
+Heap::RebuildParts Heap::split_rebuild(gsl::span<const HeapPlacement> placements, unsigned parts) const {
+  if (parts == 0 || parts > max_rebuild_parts) {
+    throw invalid_argument(detail::message("heap rebuild in ", parts, " parts; 1 to ", max_rebuild_parts, " are possible"));
+  }
+  RebuildParts job;
+  job.placements = placements;
+  job.parts = parts;
+  for (unsigned part = 0; part <= parts; ++part) job.begin[part] = placements.size() * part / parts;
+  return job;
+}
+
+void Heap::check_rebuild_part(RebuildParts& job, unsigned part) const noexcept {
+  const std::size_t begin = job.begin[part];
+  const std::size_t end = job.begin[part + 1];
+  const HeapPlacement* placements = job.placements.data();
+  // An invalid placement before this part is the first error whatever this part holds.
+  std::uint64_t cursor = begin == 0 ? 0 : placements[begin - 1].offset + placements[begin - 1].bytes;
+  std::size_t gaps = 0;
+  job.first_bad[part] = SIZE_MAX;
+  for (std::size_t index = begin; index < end; ++index) {
+    const HeapPlacement& placement = placements[index];
+    if (!valid_placement(placement, cursor)) {
+      job.first_bad[part] = index;
+      break;
+    }
+    if (placement.offset > cursor) ++gaps;
+    cursor = placement.offset + placement.bytes;
+  }
+  job.gaps[part] = gaps;
+}
+
+void Heap::prepare_rebuild_parts(RebuildParts& job, std::vector<BlockId>& ids) {
+  for (unsigned part = 0; part < job.parts; ++part) {
+    if (job.first_bad[part] != SIZE_MAX) throw_invalid_placement(job.placements[job.first_bad[part]]);
+  }
+  const std::size_t count = job.placements.size();
+  if (count >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
+  job.first_node[0] = 0;
+  for (unsigned part = 0; part < job.parts; ++part)
+    job.first_node[part + 1] = job.first_node[part] + (job.begin[part + 1] - job.begin[part]) + job.gaps[part];
+  const std::size_t inner = job.first_node[job.parts];
+  const std::uint64_t end = count == 0 ? 0 : job.placements[count - 1].offset + job.placements[count - 1].bytes;
+  const std::size_t nodes_needed = inner + (end < capacity_ ? 1 : 0);
+  // Every allocation first, as in rebuild.
+  decltype(nodes_) storage;
+  if (nodes_.capacity() < nodes_needed) storage.reserve(nodes_needed);
+  ids.clear();
+  ids.resize(count);
+  if (storage.capacity() != 0)
+    nodes_.swap(storage);
+  else
+    nodes_.clear();
+  clear_for_rebuild();
+  nodes_.resize(inner);  // within capacity, and writes nothing (DefaultInitAllocator): the parts fill them
+}
+
+void Heap::fill_rebuild_part(const RebuildParts& job, unsigned part, BlockId* ids) noexcept {
+  const std::size_t begin = job.begin[part];
+  const HeapPlacement* placements = job.placements.data();
+  std::uint64_t cursor = begin == 0 ? 0 : placements[begin - 1].offset + placements[begin - 1].bytes;
+  auto id = static_cast<BlockId>(job.first_node[part]);
+  Node* nodes = nodes_.data();
+  // Linked to both neighbours by id; finish_rebuild_parts ends the list. A free block is marked
+  // free here and linked into its list there.
+  auto write = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
+    nodes[id] = {offset, bytes, id == 0 ? no_block : id - 1, id + 1, no_block, no_block, tag, 0, is_free, true};
+    return id++;
+  };
+  for (std::size_t index = begin; index < job.begin[part + 1]; ++index) {
+    const HeapPlacement& placement = placements[index];
+    if (placement.offset > cursor) write(cursor, placement.offset - cursor, true, 0);
+    ids[index] = write(placement.offset, placement.bytes, false, placement.tag);
+    cursor = placement.offset + placement.bytes;
+  }
+}
+
+void Heap::finish_rebuild_parts(const RebuildParts& job) noexcept {
+  const std::size_t inner = job.first_node[job.parts];
+  // The free blocks between placements, in address order as rebuild links them.
+  for (unsigned part = 0; part < job.parts; ++part) {
+    if (job.gaps[part] == 0) continue;
+    for (std::size_t id = job.first_node[part]; id < job.first_node[part + 1]; ++id) {
+      if (!nodes_[id].free) continue;
+      insert_free(static_cast<BlockId>(id));
+      count_free(nodes_[id].bytes);
+    }
+  }
+  allocated_blocks_ = job.placements.size();
+  const std::size_t count = job.placements.size();
+  const std::uint64_t end = count == 0 ? 0 : job.placements[count - 1].offset + job.placements[count - 1].bytes;
+  if (end < capacity_) {
+    const auto id = static_cast<BlockId>(inner);
+    Node& node = nodes_.emplace_back(blank_node());  // within capacity (prepare_rebuild_parts)
+    node.offset = end;
+    node.bytes = capacity_ - end;
+    node.in_use = true;
+    node.previous_physical = id == 0 ? no_block : id - 1;
+    insert_free(id);
+    count_free(node.bytes);
+  } else {
+    nodes_[inner - 1].next_physical = no_block;  // end == capacity: at least one placement
+  }
+  first_ = 0;  // the capacity is positive: some block starts at 0
 }
 
 void Heap::set_tag(BlockId id, std::uint32_t tag) {

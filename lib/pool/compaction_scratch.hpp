@@ -10,6 +10,7 @@
 
 #include <vramkit/compactor/chunk_plan.hpp>
 #include <vramkit/compactor/plan.hpp>
+#include <vramkit/detail/default_init_allocator.hpp>
 #include <vramkit/heap.hpp>
 #include <vramkit/pool.hpp>
 
@@ -20,7 +21,8 @@ struct Pool::CompactionScratch {
   std::vector<compactor::Move> moves;                  ///< The plan.
   std::vector<std::uint64_t> segment_bases;            ///< Device address of each segment's offset 0.
   compactor::ChunkPlan chunks;                         ///< What the device executes.
-  std::vector<std::vector<HeapPlacement>> placements;  ///< Each touched segment's blocks after the moves.
+  /// Each touched segment's blocks after the moves; sized, not zeroed, before parts fill them.
+  std::vector<std::vector<HeapPlacement, detail::DefaultInitAllocator<HeapPlacement>>> placements;
   std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
   std::vector<BlockId> ids;                            ///< A rebuilt heap's new block ids.
   std::vector<std::size_t> arrivals;                   ///< Moves into each segment from another.

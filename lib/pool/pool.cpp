@@ -3,6 +3,7 @@
 #include "pool/pool_segment.hpp"
 
 #include "pool/block_cache.hpp"
+#include "pool/worker_team.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -66,6 +67,10 @@ Pool::Pool(PoolOptions options, std::shared_ptr<Device> device)
   }
   if (options_.guard_bytes % options_.granularity != 0) {
     options_.guard_bytes = align_up(options_.guard_bytes, options_.granularity);
+  }
+  if (options_.compaction_threads > Heap::max_rebuild_parts) {
+    throw invalid_argument(detail::message("compaction_threads ", options_.compaction_threads, " is above the limit ",
+                                           Heap::max_rebuild_parts));
   }
   first_segment_bytes_ = capacity;
   // The first segment stays for the pool's life, so a grown segment has at most the rest of the

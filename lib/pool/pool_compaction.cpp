@@ -1,11 +1,14 @@
 // Pool compaction: plan (compactor), execute (device), then rebuild heaps and rewrite slots for the
 // moves that completed. A device failure part way leaves every handle resolving to intact data.
 #include "pool/pool_segment.hpp"
+#include "pool/worker_team.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 #include <vramkit/compactor/chunk_plan.hpp>
 #include <vramkit/detail/bits.hpp>
@@ -21,49 +24,6 @@ constexpr std::uint64_t parts_min_mean_bytes = 64 * 1024;
 /// A failed result with no entries says that no move completed.
 bool completed(const ExecutionResult& result, std::size_t move) {
   return result.complete || (move < result.move_completed.size() && result.move_completed[move]);
-}
-
-/// Each segment's live blocks at their places after the completed moves, for every segment that a
-/// move names (touched, completed or not), the fast way: a full
-/// compaction (and plan_hole's slide) lists its moves segment by segment, each in the layout's
-/// address order, and keeps blocks in their segments; then one merge of the layout with the moves
-/// gives every block's place without reading a slot. Returns false, having counted nothing, when
-/// the moves are listed otherwise (a hole or evacuation plan); `placements` and `touched` are
-/// then to be cleared. Cost: O(blocks + moves), reading both in order.
-bool merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
-                      const std::vector<std::vector<compactor::LiveBlock>>& layout,
-                      std::vector<std::vector<HeapPlacement>>& placements, std::vector<std::uint8_t>& touched,
-                      CompactionReport& report) {
-  std::size_t next = 0;
-  std::uint64_t blocks_moved = 0, bytes_moved = 0;
-  for (std::size_t segment = 0; segment < layout.size() && next < moves.size(); ++segment) {
-    if (moves[next].from_segment != segment) continue;
-    auto& list = placements[segment];
-    list.reserve(layout[segment].size());
-    for (const compactor::LiveBlock& block : layout[segment]) {
-      std::uint64_t offset = block.offset;
-      if (next < moves.size() && moves[next].from_segment == segment &&
-          moves[next].from_offset <= block.offset) {
-        const compactor::Move& move = moves[next];
-        // A move left behind means another order (a hole plan lists its moves largest first): give up
-        // at once rather than after the whole layout.
-        if (move.from_offset != block.offset || move.tag != block.tag || move.to_segment != segment)
-          return false;
-        touched[segment] = 1;
-        if (completed(result, next)) {
-          offset = move.to_offset;
-          ++blocks_moved;
-          bytes_moved += move.bytes;
-        }
-        ++next;
-      }
-      list.push_back({offset, block.bytes, block.tag});
-    }
-  }
-  if (next != moves.size()) return false;
-  report.blocks_moved += blocks_moved;
-  report.bytes_moved += bytes_moved;
-  return true;
 }
 
 }  // namespace
@@ -302,6 +262,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
   if (result.complete && updated_ahead) {
     report.blocks_moved += ahead.blocks_moved;
     report.bytes_moved += ahead.bytes_moved;
+    report.update_threads = std::max(report.update_threads, ahead.update_threads);
   } else {
     if (update_started) reset_moved_slots(moves);
     try {
@@ -353,6 +314,146 @@ void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
     largest = std::max(largest, blocks);
   }
   scratch.ids.reserve(largest);
+  const unsigned threads = options_.compaction_threads != 0
+                               ? options_.compaction_threads
+                               : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  if (!team_ && threads > 1 && largest >= PoolOptions::parallel_update_min_blocks) {
+    try {
+      team_ = std::make_unique<WorkerTeam>(threads);
+    } catch (const std::exception&) {  // no threads to be had (std::system_error) or no memory: update alone
+    }
+  }
+}
+
+// At least parallel_update_min_blocks / 4 blocks a part: below that, waking the team costs more
+// than the part.
+unsigned Pool::update_parts(std::size_t blocks) const {
+  if (!team_ || blocks < PoolOptions::parallel_update_min_blocks) return 1;
+  return static_cast<unsigned>(std::min<std::size_t>(team_->size(), blocks / (PoolOptions::parallel_update_min_blocks / 4)));
+}
+
+template <class Task>
+void Pool::run_parts(unsigned parts, Task&& task) {
+  if (parts == 1) {
+    task(0u);
+    return;
+  }
+  team_->run([&](unsigned part) noexcept {
+    if (part < parts) task(part);
+  });
+}
+
+// Each segment's live blocks at their places after the completed moves, for every segment that a
+// move names (touched, completed or not), the fast way: a full compaction (and plan_hole's slide)
+// lists its moves segment by segment, each in the layout's address order, and keeps blocks in
+// their segments; then one merge of the layout with the moves gives every block's place without
+// reading a slot. A large segment's merge is split into parts (update_parts), each finding its
+// first move by binary search and checking that it meets exactly the moves up to the next part's.
+// Returns false, having counted nothing, when the moves are listed otherwise (a hole or
+// evacuation plan); `placements` and `touched` are then to be cleared. Cost: O(blocks + moves).
+bool Pool::merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+                            const Layout& layout, CompactionReport& report) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  const compactor::Move* const all = moves.data();
+  // The moves of segments [0, s): a binary search, which on moves listed otherwise gives some
+  // split that the parts' checks then refuse.
+  auto segment_begin = [&](std::size_t segment) {
+    return static_cast<std::size_t>(
+        std::partition_point(moves.begin(), moves.end(),
+                             [segment](const compactor::Move& move) { return move.from_segment < segment; }) -
+        moves.begin());
+  };
+  if (segment_begin(layout.size()) != moves.size()) return false;
+  std::uint64_t blocks_moved = 0, bytes_moved = 0;
+  std::size_t segment_moves = 0;  // segment_begin(segment)
+  for (std::size_t segment = 0; segment < layout.size(); ++segment) {
+    const std::size_t moves_begin = segment_moves;
+    const std::size_t moves_end = segment_moves = segment_begin(segment + 1);
+    if (moves_end < moves_begin) return false;
+    if (moves_end == moves_begin) continue;
+    scratch.touched[segment] = 1;
+    const std::vector<compactor::LiveBlock>& blocks = layout[segment];
+    auto& list = scratch.placements[segment];
+    list.resize(blocks.size());  // within the room reserve_update took, and writes nothing
+    const unsigned parts = update_parts(blocks.size());
+    std::array<std::size_t, Heap::max_rebuild_parts + 1> first_block{}, first_move{};
+    for (unsigned part = 0; part <= parts; ++part) first_block[part] = blocks.size() * part / parts;
+    first_move[0] = moves_begin;
+    first_move[parts] = moves_end;
+    for (unsigned part = 1; part < parts; ++part) {
+      const std::uint64_t offset = blocks[first_block[part]].offset;
+      first_move[part] = static_cast<std::size_t>(
+          std::partition_point(all + moves_begin, all + moves_end,
+                               [offset](const compactor::Move& move) { return move.from_offset < offset; }) -
+          all);
+    }
+    std::array<std::uint64_t, Heap::max_rebuild_parts> part_blocks{}, part_bytes{};
+    std::array<std::uint8_t, Heap::max_rebuild_parts> failed{};
+    run_parts(parts, [&](unsigned part) noexcept {
+      std::size_t next = first_move[part];
+      const std::size_t end = first_move[part + 1];
+      std::uint64_t moved = 0, bytes = 0;
+      for (std::size_t index = first_block[part]; index < first_block[part + 1]; ++index) {
+        const compactor::LiveBlock& block = blocks[index];
+        std::uint64_t offset = block.offset;
+        if (next < end && all[next].from_offset <= block.offset) {
+          const compactor::Move& move = all[next];
+          // A move left behind means another order (a hole plan lists its moves largest first): give
+          // up at once rather than after the whole part.
+          if (move.from_offset != block.offset || move.tag != block.tag || move.from_segment != segment ||
+              move.to_segment != segment) {
+            failed[part] = 1;
+            return;
+          }
+          if (completed(result, next)) {
+            offset = move.to_offset;
+            ++moved;
+            bytes += move.bytes;
+          }
+          ++next;
+        }
+        list[index] = {offset, block.bytes, block.tag};
+      }
+      if (next != end) failed[part] = 1;
+      part_blocks[part] = moved;
+      part_bytes[part] = bytes;
+    });
+    for (unsigned part = 0; part < parts; ++part) {
+      if (failed[part]) return false;
+      blocks_moved += part_blocks[part];
+      bytes_moved += part_bytes[part];
+    }
+  }
+  report.blocks_moved += blocks_moved;
+  report.bytes_moved += bytes_moved;
+  return true;
+}
+
+// Rebuilds a touched segment's heap from its placements (sorted first if a block moved into a gap
+// before a fixed one), then writes each of its slots once: place and block id. Both split into the
+// same parts, so that each thread writes the slots of the blocks whose ids it made.
+void Pool::rebuild_heap(std::size_t segment, CompactionReport& report) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  auto& list = scratch.placements[segment];
+  auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
+  if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
+  std::vector<BlockId>& ids = scratch.ids;
+  Heap& heap = segments_[segment]->heap;
+  const unsigned parts = update_parts(list.size());
+  report.update_threads = std::max(report.update_threads, parts);
+  if (parts == 1)
+    heap.rebuild(list, ids);
+  else
+    heap.rebuild_in_parts(list, ids, parts, [&](auto&& task) { run_parts(parts, task); });
+  run_parts(parts, [&](unsigned part) noexcept {
+    const std::size_t end = list.size() * (part + 1) / parts;
+    for (std::size_t index = list.size() * part / parts; index < end; ++index) {
+      Slot& entry = (*table_)[list[index].tag];
+      entry.segment = static_cast<std::uint32_t>(segment);
+      entry.offset = list[index].offset;
+      entry.block = ids[index];
+    }
+  });
 }
 
 // Puts every moved slot back at its source, before update_heaps undoes an update made ahead of
@@ -375,7 +476,7 @@ void Pool::reset_moved_slots(const std::vector<compactor::Move>& moves) {
 void Pool::update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
-  std::vector<std::vector<HeapPlacement>>& placements = scratch.placements;
+  auto& placements = scratch.placements;
   std::vector<std::uint8_t>& touched = scratch.touched;
   auto clear = [&] {
     placements.resize(segments_.size());
@@ -383,7 +484,7 @@ void Pool::update_heaps(const std::vector<compactor::Move>& moves, const Executi
     touched.assign(segments_.size(), 0);
   };
   clear();
-  if (!merge_placements(moves, result, layout, placements, touched, report)) {
+  if (!merge_placements(moves, result, layout, report)) {
     clear();
     // The general way: slots first, then each segment's blocks from the layout (a block that
     // moved into a gap before a fixed block leaves the list unsorted), then arrivals.
@@ -411,19 +512,8 @@ void Pool::update_heaps(const std::vector<compactor::Move>& moves, const Executi
         placements[move.to_segment].push_back({move.to_offset, (*table_)[move.tag].block_bytes, move.tag});
     }
   }
-  auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (!touched[index]) continue;
-    auto& list = placements[index];
-    if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
-    std::vector<BlockId>& ids = scratch.ids;
-    segments_[index]->heap.rebuild(list, ids);
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      Slot& entry = (*table_)[list[i].tag];
-      entry.segment = static_cast<std::uint32_t>(index);
-      entry.offset = list[i].offset;
-      entry.block = ids[i];
-    }
+    if (touched[index]) rebuild_heap(index, report);
   }
 }
 
