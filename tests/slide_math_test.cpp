@@ -55,8 +55,15 @@ TEST_CASE("a slide's chunks derived one at a time from its moves equal the host'
     make_chunk_plan(moves, bases, plan, chunk_bytes);
     std::vector<detail::SlideMove> slide(moves.size());
     std::size_t count = 0;
-    std::uint64_t total = 0;
-    REQUIRE(detail::make_slide_moves(moves, bases, chunk_bytes, slide.data(), count, total));
+    std::uint64_t total = 0, bytes = 0;
+    // Half the rounds stage with another chunk size and chunk again, as the CUDA device does when
+    // its choice of kernel, made from the bytes the staging counts, is the block form.
+    const bool rechunk = rng() % 2 == 0;
+    REQUIRE(detail::make_slide_moves(moves, bases, rechunk ? 8192 : chunk_bytes, slide.data(), count, total, bytes));
+    if (rechunk) total = detail::rechunk_slide_moves(slide.data(), count, chunk_bytes);
+    std::uint64_t moved = 0;
+    for (const Move& move : moves) moved += move.bytes;
+    REQUIRE(bytes == moved);
     REQUIRE(total == plan.chunks.size());
     for (std::uint32_t ticket = 0; ticket < total; ++ticket) {
       const detail::SlideChunk derived =
@@ -81,18 +88,21 @@ TEST_CASE("a slide's chunks derived one at a time from its moves equal the host'
 TEST_CASE("moves that are not a slide are refused by make_slide_moves", "[chunk_plan][slide]") {
   std::vector<detail::SlideMove> out(2);
   std::size_t count = 0;
-  std::uint64_t total = 0;
+  std::uint64_t total = 0, bytes = 0;
   const std::vector<std::uint64_t> bases = {0};
   auto move = [](std::uint64_t from, std::uint64_t to, std::uint64_t bytes) {
     return Move{.tag = 0, .from_segment = 0, .from_offset = from, .to_segment = 0, .to_offset = to, .bytes = bytes};
   };
   const std::vector<Move> up = {move(0, 4096, 256)};
-  CHECK_FALSE(detail::make_slide_moves(up, bases, 1024, out.data(), count, total));
+  CHECK_FALSE(detail::make_slide_moves(up, bases, 1024, out.data(), count, total, bytes));
   const std::vector<Move> crossing = {move(8192, 0, 256), move(4096, 1024, 256)};  // sources descend
-  CHECK_FALSE(detail::make_slide_moves(crossing, bases, 1024, out.data(), count, total));
+  CHECK_FALSE(detail::make_slide_moves(crossing, bases, 1024, out.data(), count, total, bytes));
   const std::vector<Move> down = {move(4096, 0, 2048), move(8192, 2048, 3000)};
-  REQUIRE(detail::make_slide_moves(down, bases, 1024, out.data(), count, total));
+  REQUIRE(detail::make_slide_moves(down, bases, 1024, out.data(), count, total, bytes));
   CHECK(count == 2);
   CHECK(total == 2 + 3);
   CHECK(out[1].first_chunk == 2);
+  CHECK(bytes == 2048 + 3000);
+  CHECK(detail::rechunk_slide_moves(out.data(), count, 4096) == 1 + 1);
+  CHECK(out[1].first_chunk == 1);
 }

@@ -57,9 +57,9 @@ void run(const char* name, std::size_t count, double low, double high, unsigned 
   const std::uint32_t limit = cuda_detail::max_chunk_bytes;
   // parts: block boundaries
   auto queue_part = [&](std::size_t first, std::size_t last, std::size_t slot, cudaStream_t q, bool two_streams) {
-    std::size_t n = 0; std::uint64_t total = 0;
+    std::size_t n = 0; std::uint64_t total = 0, bytes = 0;
     SlideMove* out = staged + first;  // each part its own staging bytes
-    if (!compactor::detail::make_slide_moves(gsl::span<const compactor::Move>(moves).subspan(first, last - first), bases, limit, out, n, total)) { std::printf("not a slide\n"); std::exit(1); }
+    if (!compactor::detail::make_slide_moves(gsl::span<const compactor::Move>(moves).subspan(first, last - first), bases, limit, out, n, total, bytes)) { std::printf("not a slide\n"); std::exit(1); }
     (void)slot;
     DeviceChunk* chunks = dchunks + first * 16;  // a block makes at most 16 chunks: parts stay apart
     unsigned* f = flags + first * 16;
@@ -71,8 +71,8 @@ void run(const char* name, std::size_t count, double low, double high, unsigned 
   };
   std::uint64_t moved = packed;
   // kernel alone: derive once, then time the move kernel
-  std::size_t n = 0; std::uint64_t total = 0;
-  compactor::detail::make_slide_moves(moves, bases, limit, staged, n, total);
+  std::size_t n = 0; std::uint64_t total = 0, bytes = 0;
+  compactor::detail::make_slide_moves(moves, bases, limit, staged, n, total, bytes);
   CHECK(cudaMemcpy(dmoves, staged, n * sizeof(SlideMove), cudaMemcpyHostToDevice));
   CHECK(cuda_detail::launch_derive_slide_chunks(dmoves, n, total, limit, dchunks, flags, s));
   const double kernel_ms = time_ms(s, [&] { CHECK(cudaMemsetAsync(flags, 0, (total + 1) * 4, s)); CHECK(cuda_detail::launch_move_chunks(cuda_detail::MoveKernel::block, dchunks, 0, total, flags + total, flags, grid, s)); });

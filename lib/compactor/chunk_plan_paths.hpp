@@ -24,9 +24,16 @@ bool make_slide_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uin
 /// The moves of a slide that copy something, as slide_chunk() reads them, written to `out` (room
 /// for moves.size()): device addresses, first chunks and indices into `moves`. Returns false when
 /// the moves are not a slide (out then holds garbage). count: moves written; total_chunks: their
-/// chunks. Cost: O(m), one pass.
+/// chunks; bytes: the bytes of all `moves` (those that copy nothing too), for a caller that
+/// chooses the chunk size by their mean without a pass of its own (rechunk_slide_moves then).
+/// Cost: O(m), one pass.
 bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks);
+                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks,
+                      std::uint64_t& bytes);
+/// The first chunks of slide moves (make_slide_moves) again, for chunks of chunk_bytes; returns
+/// the total. Exactly what make_slide_moves with that size writes. Cost: O(count) over moves just
+/// written (in the cache).
+std::uint64_t rechunk_slide_moves(SlideMove* moves, std::size_t count, std::uint32_t chunk_bytes);
 
 /// The plan for any moves without a cycle. Cost: O(c log c).
 void make_general_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan);

@@ -80,13 +80,16 @@ bool slide_chunks(std::size_t move_count, RangeAt range_at, std::uint32_t chunk_
 }  // namespace
 
 bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks) {
+                      std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks,
+                      std::uint64_t& bytes) {
   count = 0;
   total_chunks = 0;
+  bytes = 0;
   std::uint64_t source_end = 0;
   std::uint64_t destination_end = 0;
   for (std::size_t index = 0; index < moves.size(); ++index) {
     const Move& move = moves.data()[index];
+    bytes += move.bytes;
     const std::uint64_t source = segment_bases[move.from_segment] + move.from_offset;
     const std::uint64_t destination = segment_bases[move.to_segment] + move.to_offset;
     if (move.bytes == 0 || source == destination) continue;
@@ -101,6 +104,18 @@ bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t
                               std::to_string(no_wait - 1) + " fit a plan");
   }
   return true;
+}
+
+std::uint64_t rechunk_slide_moves(SlideMove* moves, std::size_t count, std::uint32_t chunk_bytes) {
+  std::uint64_t total_chunks = 0;
+  for (std::size_t index = 0; index < count; ++index) {
+    moves[index].first_chunk = static_cast<std::uint32_t>(total_chunks);
+    total_chunks += chunk_count(moves[index].bytes, chunk_bytes);
+    if (total_chunks >= no_wait)
+      throw std::length_error("rechunk_slide_moves: " + std::to_string(total_chunks) + " chunks; at most " +
+                              std::to_string(no_wait - 1) + " fit a plan");
+  }
+  return total_chunks;
 }
 
 bool make_slide_chunk_plan(gsl::span<const CopyRange> moves, std::uint32_t chunk_bytes, ChunkPlan& plan) {

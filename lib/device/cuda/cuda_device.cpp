@@ -182,8 +182,8 @@ class CudaDevice final : public Device {
     ExecutionResult result;
     run_queued(
         [&](Buffers& used) {
+          if (queue_slide(moves, segment_bases, used)) return;
           const MoveKernel kernel = kernel_for(moves);
-          if (queue_slide(moves, segment_bases, kernel, used)) return;
           compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
           queue_plan_or_report(scratch, kernel, moves.size(), used, result);
         },
@@ -212,7 +212,7 @@ class CudaDevice final : public Device {
             if (part.empty()) continue;
             used.phases_launched = 0;
             try {
-              if (!queue_slide(part, segment_bases, kernel_for(part), used)) {
+              if (!queue_slide(part, segment_bases, used)) {
                 while (more) more = plan_more(moves);
                 const auto rest = gsl::span<const compactor::Move>(moves).subspan(queued);
                 const MoveKernel kernel = kernel_for(rest);
@@ -456,18 +456,25 @@ class CudaDevice final : public Device {
   }
 
   // Queues a slide's moves: upload, chunks made on the GPU, the move kernel. False (nothing
-  // queued) if the moves are not a slide.
+  // queued) if the moves are not a slide. The kernel is kernel_for's choice, made from the bytes
+  // that the staging pass counts: the moves are staged with the warp form's chunks (the choice
+  // for small moves, which are many) and, if the block form is chosen, chunked again in the staged
+  // copy, which is a pass over fewer, larger moves still in the cache. On layout (b) the separate
+  // pass of kernel_for cost 0.41 ms with the moves out of the cache (bench/lab/staging.cu).
   bool queue_slide(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                   MoveKernel kernel, Buffers& used) {
+                   Buffers& used) {
     const Buffers before = used;
     auto* staged = static_cast<SlideMove*>(take_staging(moves.size() * sizeof(SlideMove), used));
     std::size_t count = 0;
-    std::uint64_t total = 0;
-    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(kernel), staged, count,
-                                             total)) {
+    std::uint64_t total = 0, bytes = 0;
+    const MoveKernel staged_for = forced_kernel_.value_or(MoveKernel::warp);
+    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(staged_for), staged, count,
+                                             total, bytes)) {
       used.staging = before.staging;
       return false;
     }
+    const MoveKernel kernel = forced_kernel_.value_or(cuda_detail::automatic_move_kernel(bytes, moves.size()));
+    if (kernel != staged_for) total = compactor::detail::rechunk_slide_moves(staged, count, cuda_detail::chunk_limit(kernel));
     if (total == 0) return true;
     const std::size_t move_bytes = count * sizeof(SlideMove);
     const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
