@@ -101,8 +101,10 @@ class Heap {
   /// rebuild(placements, ids), its O(n) passes split into `parts` (1 to max_rebuild_parts) ranges
   /// of placements: run_parts(task) must call task(k) once for every k < parts, on any threads, and
   /// return once every call has returned (the pool's WorkerTeam::run). The result is exactly
-  /// rebuild's, nodes and free lists alike; the calling thread links the free blocks, which after
-  /// a compaction are few. Throws what rebuild throws, changing nothing; allocates only as it does.
+  /// rebuild's, nodes and free lists alike; the calling thread links the free blocks (O(free
+  /// blocks): each part chains its own). Throws what rebuild throws, changing nothing; allocates
+  /// only as it does. run_parts is called twice: a throw from the first changes nothing, a throw
+  /// from the second (the old nodes are gone, the new ones half written) ends the program.
   template <class RunParts>
   void rebuild_in_parts(gsl::span<const HeapPlacement> placements, std::vector<BlockId>& ids, unsigned parts,
                         RunParts&& run_parts) {
@@ -110,7 +112,9 @@ class Heap {
     run_parts([this, &job](unsigned part) noexcept { check_rebuild_part(job, part); });
     prepare_rebuild_parts(job, ids);
     BlockId* const id_of = ids.data();
-    run_parts([this, &job, id_of](unsigned part) noexcept { fill_rebuild_part(job, part, id_of); });
+    [&]() noexcept {
+      run_parts([this, &job, id_of](unsigned part) noexcept { fill_rebuild_part(job, part, id_of); });
+    }();
     finish_rebuild_parts(job);
   }
 
@@ -181,11 +185,13 @@ class Heap {
     std::array<std::size_t, max_rebuild_parts + 1> first_node{};
     std::array<std::size_t, max_rebuild_parts> gaps{};
     std::array<std::size_t, max_rebuild_parts> first_bad{};  ///< The part's first invalid placement, or SIZE_MAX.
+    /// The part's first free block, chained to its others through next_free, or no_block.
+    std::array<BlockId, max_rebuild_parts> first_gap{};
   };
   RebuildParts split_rebuild(gsl::span<const HeapPlacement> placements, unsigned parts) const;
   void check_rebuild_part(RebuildParts& job, unsigned part) const noexcept;
   void prepare_rebuild_parts(RebuildParts& job, std::vector<BlockId>& ids);
-  void fill_rebuild_part(const RebuildParts& job, unsigned part, BlockId* ids) noexcept;
+  void fill_rebuild_part(RebuildParts& job, unsigned part, BlockId* ids) noexcept;
   void finish_rebuild_parts(const RebuildParts& job) noexcept;
   bool valid_placement(const HeapPlacement& placement, std::uint64_t cursor) const noexcept;
   [[noreturn]] static void throw_invalid_placement(const HeapPlacement& placement);

@@ -476,21 +476,28 @@ void Heap::prepare_rebuild_parts(RebuildParts& job, std::vector<BlockId>& ids) {
   nodes_.resize(inner);  // within capacity, and writes nothing (DefaultInitAllocator): the parts fill them
 }
 
-void Heap::fill_rebuild_part(const RebuildParts& job, unsigned part, BlockId* ids) noexcept {
+void Heap::fill_rebuild_part(RebuildParts& job, unsigned part, BlockId* ids) noexcept {
   const std::size_t begin = job.begin[part];
   const HeapPlacement* placements = job.placements.data();
   std::uint64_t cursor = begin == 0 ? 0 : placements[begin - 1].offset + placements[begin - 1].bytes;
   auto id = static_cast<BlockId>(job.first_node[part]);
   Node* nodes = nodes_.data();
   // Linked to both neighbours by id; finish_rebuild_parts ends the list. A free block is marked
-  // free here and linked into its list there.
+  // free and chained to the part's previous one through next_free here, and put in its size
+  // class's list there.
+  BlockId last_gap = no_block;
+  job.first_gap[part] = no_block;
   auto write = [&](std::uint64_t offset, std::uint64_t bytes, bool is_free, std::uint32_t tag) {
     nodes[id] = {offset, bytes, id == 0 ? no_block : id - 1, id + 1, no_block, no_block, tag, 0, is_free, true};
     return id++;
   };
   for (std::size_t index = begin; index < job.begin[part + 1]; ++index) {
     const HeapPlacement& placement = placements[index];
-    if (placement.offset > cursor) write(cursor, placement.offset - cursor, true, 0);
+    if (placement.offset > cursor) {
+      const BlockId gap = write(cursor, placement.offset - cursor, true, 0);
+      (last_gap == no_block ? job.first_gap[part] : nodes[last_gap].next_free) = gap;
+      last_gap = gap;
+    }
     ids[index] = write(placement.offset, placement.bytes, false, placement.tag);
     cursor = placement.offset + placement.bytes;
   }
@@ -498,13 +505,14 @@ void Heap::fill_rebuild_part(const RebuildParts& job, unsigned part, BlockId* id
 
 void Heap::finish_rebuild_parts(const RebuildParts& job) noexcept {
   const std::size_t inner = job.first_node[job.parts];
-  // The free blocks between placements, in address order as rebuild links them.
+  // The free blocks between placements, in address order as rebuild links them, each part's by
+  // its chain (insert_free overwrites next_free: read it first).
   for (unsigned part = 0; part < job.parts; ++part) {
-    if (job.gaps[part] == 0) continue;
-    for (std::size_t id = job.first_node[part]; id < job.first_node[part + 1]; ++id) {
-      if (!nodes_[id].free) continue;
-      insert_free(static_cast<BlockId>(id));
+    for (BlockId id = job.first_gap[part]; id != no_block;) {
+      const BlockId next = nodes_[id].next_free;
+      insert_free(id);
       count_free(nodes_[id].bytes);
+      id = next;
     }
   }
   allocated_blocks_ = job.placements.size();

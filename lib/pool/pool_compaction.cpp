@@ -10,6 +10,10 @@
 #include <system_error>
 #include <thread>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #include <vramkit/compactor/chunk_plan.hpp>
 #include <vramkit/detail/bits.hpp>
 #include <vramkit/detail/message.hpp>
@@ -20,6 +24,16 @@ namespace {
 
 /// Below this mean size of a live block, a full compaction plans everything first (compact_full).
 constexpr std::uint64_t parts_min_mean_bytes = 64 * 1024;
+
+/// The CPUs this process may run on (its affinity mask, as taskset or a container's cpuset sets
+/// it), else the hardware's.
+unsigned usable_cpus() {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+#endif
+  return std::thread::hardware_concurrency();
+}
 
 /// A failed result with no entries says that no move completed.
 bool completed(const ExecutionResult& result, std::size_t move) {
@@ -314,12 +328,11 @@ void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
     largest = std::max(largest, blocks);
   }
   scratch.ids.reserve(largest);
-  const unsigned threads = options_.compaction_threads != 0
-                               ? options_.compaction_threads
-                               : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  if (!team_ && threads > 1 && largest >= PoolOptions::parallel_update_min_blocks) {
+  if (!team_ && largest >= PoolOptions::parallel_update_min_blocks) {
+    const unsigned threads =
+        options_.compaction_threads != 0 ? options_.compaction_threads : std::clamp(usable_cpus(), 1u, 8u);
     try {
-      team_ = std::make_unique<WorkerTeam>(threads);
+      if (threads > 1) team_ = std::make_unique<WorkerTeam>(threads);
     } catch (const std::exception&) {  // no threads to be had (std::system_error) or no memory: update alone
     }
   }

@@ -1,8 +1,9 @@
 #pragma once
 // Internal to the pool: a fixed team of threads for a compaction's update (Pool::update_heaps).
 // run(task) calls task(k) once for every k < size(): task 0 on the calling thread, task k always on
-// the team's k-th thread, so that part k of one pass runs on the core that ran part k of the pass
-// before (whose cache still holds that part's placements and ids). The threads sleep between runs.
+// the team's k-th thread, so that part k of one pass runs on the thread that ran part k of the pass
+// before (whose core's cache, unless the thread moved, still holds that part's placements and
+// ids). The threads sleep between runs.
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>

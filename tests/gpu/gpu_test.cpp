@@ -132,6 +132,42 @@ TEST_CASE("allocation on the GPU fails over to a hole made by a minimal compacti
   for (int i = 1; i < 64; i += 2) CHECK(vramkit_test::holds_pattern(pool, handles[i], i));
 }
 
+TEST_CASE("a compaction whose buffers cannot grow beside the outgrown ones waits, frees them and completes",
+          "[gpu][compaction][faults]") {
+  // The test hook VRAMKIT_CUDA_FAIL_BUFFER_GROWTH=k fails the first try of a device's k-th staging
+  // or scratch growth as cudaMalloc does when memory runs out. A pool's first compaction in parts
+  // (here parts of 32, 64, 192 and 112 blocks) grows the staging buffer and then the scratch buffer
+  // for each of its first three parts, as each part with those before it needs more than the
+  // buffers took: growths 1 and 2 are the first allocations, growths 3 to 6 each replace a buffer
+  // that work already queued may still use. The device must then wait for that work, free, and
+  // allocate again, not fail the compaction.
+  for (std::uint64_t growth : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    INFO("failed growth " << growth);
+    setenv("VRAMKIT_CUDA_FAIL_BUFFER_GROWTH", std::to_string(growth).c_str(), 1);
+    std::shared_ptr<Device> device = make_cuda_device();
+    unsetenv("VRAMKIT_CUDA_FAIL_BUFFER_GROWTH");
+    Pool pool({.capacity_bytes = 160_MiB, .compaction_parts = CompactionParts::always, .free_cache_bytes = 0}, device);
+    std::mt19937_64 rng(growth);
+    std::vector<Handle> kept, gaps;
+    for (std::uint64_t i = 0; i < 400; ++i) {
+      gaps.push_back(pool.allocate(64_KiB * (1 + rng() % 2)));
+      kept.push_back(pool.allocate(64_KiB * (1 + rng() % 3)));
+      vramkit_test::write_pattern(pool, kept.back(), i);
+    }
+    for (Handle gap : gaps) pool.free(gap);
+    CompactionReport report;
+    try {  // not inside REQUIRE_NOTHROW, so that the message shows
+      report = pool.compact();
+    } catch (const std::exception& error) {
+      FAIL("compaction failed: " << error.what());
+    }
+    CHECK(report.blocks_moved == kept.size());
+    CHECK(report.fragmentation_after == 0.0);
+    for (std::uint64_t i = 0; i < kept.size(); ++i) CHECK(vramkit_test::holds_pattern(pool, kept[i], i));
+    CHECK_NOTHROW(pool.check_invariants());
+  }
+}
+
 TEST_CASE("a move-kernel launch refused after earlier phases ran keeps their moves, and every buffer intact",
           "[gpu][compaction][faults]") {
   // The test hook VRAMKIT_CUDA_FAIL_MOVE_LAUNCH=k refuses a device's k-th move-kernel launch, as a

@@ -48,17 +48,25 @@ static_assert(offsetof(Chunk, source) == offsetof(DeviceChunk, source) &&
               offsetof(Chunk, wait_first) == offsetof(DeviceChunk, wait_first) &&
               offsetof(Chunk, wait_last) == offsetof(DeviceChunk, wait_last));
 
+// A test hook's count from the environment: 0 when unset; invalid_argument naming the value unless
+// it is a decimal count.
+std::uint64_t test_hook(const char* name, const char* meaning) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return 0;
+  const std::string text = value;
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw invalid_argument(detail::message(name, " is '", text, "'; use ", meaning));
+  return std::stoull(text);
+}
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     // The environment first: a constructor that throws leaves nothing to release.
-    if (const char* launch = std::getenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH")) {
-      const std::string text = launch;
-      if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-        throw invalid_argument(detail::message("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH is '", text,
-                                               "'; use the number of the move-kernel launch to fail (1 is the first)"));
-      fail_move_launch_at_ = std::stoull(text);
-    }
+    fail_move_launch_at_ =
+        test_hook("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH", "the number of the move-kernel launch to fail (1 is the first)");
+    fail_growth_at_ = test_hook("VRAMKIT_CUDA_FAIL_BUFFER_GROWTH",
+                                "the number of the staging or scratch growth to fail once (1 is the first)");
     if (const char* choice = std::getenv("VRAMKIT_MOVE_KERNEL")) {
       const std::string name = choice;
       if (name == "block") forced_kernel_ = MoveKernel::block;
@@ -349,14 +357,25 @@ class CudaDevice final : public Device {
   // large as needed; the outgrown one, which work already queued may still read or write, is kept
   // until the execution's work is done (free_outgrown), so the GPU goes on moving meanwhile. (It
   // used to wait for that work here: a compaction in parts that outgrew its buffers, as a pool's
-  // first does, drained the pipeline at each growth.) Changes nothing if it throws.
+  // first does, drained the pipeline at each growth.) Keeping them raises the peak by half (parts
+  // of 1, 2, 6 and 18 27ths): when that memory is not there, it waits, frees them and the buffer at
+  // hand, and tries once more, as it used to. Throws if that fails too.
   void* take(GrowingBuffer& buffer, std::size_t& used, std::size_t bytes) {
     if (used + bytes > buffer.bytes) {
       const std::size_t size = 2 * (used + bytes);
       outgrown_.reserve(outgrown_.size() + 1);  // the push_back below then cannot throw
       void* data = nullptr;
-      check(buffer.host ? cudaMallocHost(&data, size) : cudaMalloc(&data, size),
-            buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+      const auto allocate = [&] { return buffer.host ? cudaMallocHost(&data, size) : cudaMalloc(&data, size); };
+      // VRAMKIT_CUDA_FAIL_BUFFER_GROWTH=k: a test hook that makes the k-th growth's first try fail.
+      cudaError_t error = ++growths_ == fail_growth_at_ ? cudaErrorMemoryAllocation : allocate();
+      if (error == cudaErrorMemoryAllocation) {
+        cudaGetLastError();  // not a sticky error: clear it
+        wait_queued();
+        free_outgrown();
+        free_buffer(buffer);
+        error = allocate();
+      }
+      check(error, buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
       if (buffer.data != nullptr) outgrown_.push_back(buffer);
       buffer.data = data;
       buffer.bytes = size;
@@ -533,6 +552,8 @@ class CudaDevice final : public Device {
   unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
   std::uint64_t move_launches_ = 0;         ///< Move-kernel launches so far (launch_move).
   std::uint64_t fail_move_launch_at_ = 0;   ///< VRAMKIT_CUDA_FAIL_MOVE_LAUNCH; 0: none.
+  std::uint64_t growths_ = 0;               ///< Staging and scratch growths so far (take).
+  std::uint64_t fail_growth_at_ = 0;        ///< VRAMKIT_CUDA_FAIL_BUFFER_GROWTH; 0: none.
   cudaStream_t stream_ = nullptr;       ///< Moves (and waits for the streams of pinned buffers).
   cudaStream_t prep_stream_ = nullptr;  ///< Uploads and chunk derivation for the moves.
   std::mutex mutex_;
