@@ -156,10 +156,11 @@ TEST_CASE("a compaction whose buffers cannot grow beside the outgrown ones waits
     }
     for (Handle gap : gaps) pool.free(gap);
     CompactionReport report;
-    try {  // not inside REQUIRE_NOTHROW, so that the message shows
+    try {  // not inside CHECK_NOTHROW, so that the message shows
       report = pool.compact();
     } catch (const std::exception& error) {
-      FAIL("compaction failed: " << error.what());
+      FAIL_CHECK("compaction failed: " << error.what());  // and go on with the next growth
+      continue;
     }
     CHECK(report.blocks_moved == kept.size());
     CHECK(report.fragmentation_after == 0.0);
