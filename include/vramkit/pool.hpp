@@ -59,8 +59,9 @@ struct PoolOptions {
   static constexpr std::uint64_t automatic_cache = ~std::uint64_t{0};
   /// Threads (the calling one included) that share a compaction's update of heaps and slots once
   /// a segment has at least parallel_update_min_blocks live blocks; the pool starts them then, and
-  /// they sleep between compactions. 0: automatic (the CPUs the process may run on, at most 8); 1:
-  /// the calling thread alone; at most Heap::max_rebuild_parts.
+  /// they sleep between compactions. 0: automatic (the CPUs that the thread compacting first may
+  /// run on, by its affinity mask, at most 8); 1: the calling thread alone; at most
+  /// Heap::max_rebuild_parts.
   unsigned compaction_threads = 0;
   static constexpr std::size_t parallel_update_min_blocks = 16384;
 };

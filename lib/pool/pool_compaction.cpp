@@ -25,8 +25,8 @@ namespace {
 /// Below this mean size of a live block, a full compaction plans everything first (compact_full).
 constexpr std::uint64_t parts_min_mean_bytes = 64 * 1024;
 
-/// The CPUs this process may run on (its affinity mask, as taskset or a container's cpuset sets
-/// it), else the hardware's.
+/// The CPUs the calling thread may run on (its affinity mask, as taskset or a container's cpuset
+/// sets it; threads it starts inherit it), else the hardware's.
 unsigned usable_cpus() {
 #ifdef __linux__
   cpu_set_t set;
