@@ -359,11 +359,10 @@ class CudaDevice final : public Device {
   // used to wait for that work here: a compaction in parts that outgrew its buffers, as a pool's
   // first does, drained the pipeline at each growth.) Keeping them raises the peak (by half for a
   // pool's parts of 1, 2, 6 and 18 27ths, by up to twice in general): when that memory is not there,
-  // it waits, frees them and the buffer at hand, and tries once more, for this request and as much
-  // again only, since nothing queued uses the buffer then. Throws if that fails too.
+  // it waits, frees them and the buffer at hand, and tries once more. Throws if that fails too.
   void* take(GrowingBuffer& buffer, std::size_t& used, std::size_t bytes) {
     if (used + bytes > buffer.bytes) {
-      std::size_t size = 2 * (used + bytes);
+      const std::size_t size = 2 * (used + bytes);
       outgrown_.reserve(outgrown_.size() + 1);  // the push_back below then cannot throw
       void* data = nullptr;
       const auto allocate = [&] { return buffer.host ? cudaMallocHost(&data, size) : cudaMalloc(&data, size); };
@@ -374,7 +373,6 @@ class CudaDevice final : public Device {
         wait_queued();
         free_outgrown();
         free_buffer(buffer);
-        size = 2 * bytes;
         error = allocate();
       }
       check(error, buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
