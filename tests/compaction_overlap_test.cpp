@@ -27,8 +27,9 @@ class FailsAfterUpdate final : public vramkit_test::ForwardingDevice {
 
   std::string name() const override { return "fails after the update ahead"; }
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                                compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
-    if (!fail) return host_->execute_moves(moves, segment_bases, scratch, meanwhile);
+                                compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile,
+                                const HostThreads* threads) override {
+    if (!fail) return host_->execute_moves(moves, segment_bases, scratch, meanwhile, threads);
     ++updates_ahead;
     meanwhile();
     throw device_error("injected: the moves could not run after the pool's update ahead");

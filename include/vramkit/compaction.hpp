@@ -31,6 +31,9 @@ struct CompactionReport {
   bool goal_met = true;  ///< For a hole: whether one was made.
   /// The most threads that shared the update of one heap and its slots (PoolOptions::compaction_threads).
   unsigned update_threads = 1;
+  /// The most threads that shared the walk and plan of one heap: more than 1 only for a full
+  /// compaction planned first in which every live block may move at the granularity.
+  unsigned plan_threads = 1;
   std::chrono::duration<double> seconds{0};          ///< End to end.
   /// Walking the heaps and planning the moves (host). A full compaction plans in parts inside
   /// execute_seconds, while the device moves the parts planned before (Pool::compact).

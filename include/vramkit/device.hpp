@@ -40,6 +40,14 @@ struct DeviceMemoryInfo {
 /// An event recorded where a stream's use of a buffer ends (at a pin released on a stream).
 using UseToken = std::uint64_t;
 
+/// Host threads that a caller lends a device call (a pool's compaction team): run(parts, task)
+/// calls task(k) once for every k < parts, parts at most `count`, at the same time on different
+/// threads, and returns once every call has returned. task must not throw.
+struct HostThreads {
+  unsigned count = 1;
+  std::function<void(unsigned parts, const std::function<void(unsigned)>& task)> run;
+};
+
 /// What a chunk plan's execution achieved: all moves, or (after a device error) the moves whose
 /// every chunk was written. A move not listed as complete has not written anything that another
 /// live block still needed.
@@ -100,9 +108,12 @@ class Device {
   /// calls it after the moves. The pool updates its bookkeeping there, ahead of the result. It is
   /// not called if queueing fails; it must not throw and must not call this device (whose lock it
   /// runs under, as the device's buffers are in use).
+  ///
+  /// `threads` (may be null) are the caller's, lent for the host's share of the call before the
+  /// moves are queued (the CUDA device stages a slide's moves with them); a device may ignore them.
   virtual ExecutionResult execute_moves(gsl::span<const compactor::Move> moves,
                                         gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
-                                        const std::function<void()>& meanwhile);
+                                        const std::function<void()>& meanwhile, const HostThreads* threads);
 
   /// Appends the next part of a plan to `moves`; returns whether more parts may follow.
   using PlanMore = std::function<bool(std::vector<compactor::Move>& moves)>;

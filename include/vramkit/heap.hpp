@@ -130,6 +130,13 @@ class Heap {
     for (BlockId id = first_; id != no_block; id = nodes_[id].next_physical) visit(block(id));
   }
 
+  /// Up to `count` blocks (count >= 1), the first block among them, in address order and each
+  /// once: where threads can start walking the address-ordered list in pieces, each up to the next
+  /// start. Taken at evenly spaced node ids, so as evenly spaced over the blocks as ids are (a
+  /// rebuilt heap numbers its blocks in address order). Written into `starts` (cleared first).
+  /// O(count log count).
+  void walk_starts(std::size_t count, std::vector<BlockId>& starts) const;
+
   /// The block that follows / precedes `id` in address order, or no_block.
   BlockId next(BlockId id) const { return nodes_[id].next_physical; }
   BlockId previous(BlockId id) const { return nodes_[id].previous_physical; }

@@ -17,6 +17,7 @@
 #include <gsl/span>
 
 #include <vramkit/compaction.hpp>
+#include <vramkit/detail/default_init_allocator.hpp>
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/detail/spin_mutex.hpp>
 #include <vramkit/device.hpp>
@@ -179,20 +180,31 @@ class Pool {
   void lower_pending_uses_sweep() noexcept;
   CompactionReport compact_locked(const CompactOptions& options);
   /// Live blocks of each segment in address order, as the planner sees them.
-  using Layout = std::vector<std::vector<compactor::LiveBlock>>;
+  /// Sized without a pass of zeroes (the parts of a shared walk fill them: plan_slide).
+  using LiveBlocks = std::vector<compactor::LiveBlock, detail::DefaultInitAllocator<compactor::LiveBlock>>;
+  using Layout = std::vector<LiveBlocks>;
   void compact_full(std::uint64_t max_bytes_moved, CompactionReport& report);
-  void apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
-                   const Device::PlanMore* plan_more = nullptr);
-  void update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
-                    const Layout& layout, CompactionReport& report);
-  void reset_moved_slots(const std::vector<compactor::Move>& moves);
-  void reserve_update(const std::vector<compactor::Move>& moves);
+  void plan_slide(std::size_t segment, std::uint64_t& budget, CompactionReport& report);
+  /// Starts the compaction team (compaction_threads) for a segment of `blocks` live blocks, unless
+  /// there is one, it is not worth it, or threads cannot be had. Returns whether a team is there.
+  bool start_team(std::size_t blocks);
+  /// Executes a whole plan, or one that plan_more makes in parts into `moves` while the device
+  /// runs the parts before, and applies the completed moves (run_moves).
+  void apply_moves(gsl::span<const compactor::Move> moves, const Layout& layout, CompactionReport& report);
+  void apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
+                   CompactionReport& report);
+  void run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
+                 const Device::PlanMore* plan_more, const Layout& layout, CompactionReport& report);
+  void update_heaps(gsl::span<const compactor::Move> moves, const ExecutionResult& result, const Layout& layout,
+                    CompactionReport& report);
+  void reset_moved_slots(gsl::span<const compactor::Move> moves);
+  void reserve_update(gsl::span<const compactor::Move> moves);
   /// The parts an update of a segment's `blocks` blocks is split into: 1 without a team.
   unsigned update_parts(std::size_t blocks) const;
   /// Runs task(k) for k < parts, on the team when parts > 1 (update_parts).
   template <class Task>
   void run_parts(unsigned parts, Task&& task);
-  bool merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+  bool merge_placements(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report);
   void rebuild_heap(std::size_t segment, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
@@ -202,7 +214,7 @@ class Pool {
   void live_layout(Layout& layout) const;
   std::size_t clear_layout(Layout& layout) const;
   bool walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
-                        std::vector<compactor::LiveBlock>& blocks) const;
+                        LiveBlocks& blocks) const;
   std::vector<compactor::SegmentLayout> layouts(const Layout& blocks) const;
   void release_trailing_segments(std::uint64_t max_bytes_moved, CompactionReport& report);
   [[noreturn]] void throw_out_of_memory(std::uint64_t bytes, std::uint64_t alignment) const;

@@ -3,6 +3,7 @@
 // plan that include/vramkit/compactor/chunk_plan.hpp describes; for a slide they give the same one.
 #include <bit>
 #include <cstdint>
+#include <functional>
 
 #include <gsl/span>
 
@@ -30,6 +31,18 @@ bool make_slide_chunk_plan(gsl::span<const Move> moves, gsl::span<const std::uin
 bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
                       std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count, std::uint64_t& total_chunks,
                       std::uint64_t& bytes);
+/// Runs task(k) once for every k < parts (at most max_slide_parts), on any threads, and returns once
+/// every call has returned (a pool's compaction team, lent through Device::HostThreads).
+using RunParts = std::function<void(unsigned parts, const std::function<void(unsigned)>& task)>;
+inline constexpr unsigned max_slide_parts = 64;
+/// make_slide_moves with its work split into `parts` ranges of moves, each pass run by run_parts:
+/// the same result and the same `out` (a first pass finds each range's moves that copy, chunks
+/// and bytes and checks it is a slide, a second writes them at their places). Throws what
+/// make_slide_moves throws, with the total chunks in the message. Cost: O(m / parts) a thread.
+bool make_slide_moves_in_parts(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                               std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count,
+                               std::uint64_t& total_chunks, std::uint64_t& bytes, unsigned parts,
+                               const RunParts& run_parts);
 /// The first chunks of slide moves (make_slide_moves) again, for chunks of chunk_bytes; returns
 /// the total. Exactly what make_slide_moves with that size writes. Cost: O(count) over moves just
 /// written (in the cache).

@@ -7,6 +7,7 @@
 // chunks whose sources overlap a destination are one contiguous run [run_begin, run_end) whose
 // ends only move forward as destinations ascend: two pointers, O(1) amortised per chunk.
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -103,6 +104,84 @@ bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t
       throw std::length_error("make_slide_moves: " + std::to_string(total_chunks) + " chunks; at most " +
                               std::to_string(no_wait - 1) + " fit a plan");
   }
+  return true;
+}
+
+bool make_slide_moves_in_parts(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                               std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count,
+                               std::uint64_t& total_chunks, std::uint64_t& bytes, unsigned parts,
+                               const RunParts& run_parts) {
+  if (parts == 0 || parts > max_slide_parts)
+    throw std::invalid_argument("make_slide_moves_in_parts: " + std::to_string(parts) + " parts; 1 to " +
+                                std::to_string(max_slide_parts));
+  struct Part {
+    std::size_t begin = 0, end = 0;
+    std::size_t copying = 0;  // moves that copy something: then their first and last ends
+    std::uint64_t chunks = 0, bytes = 0;
+    std::uint64_t first_source = 0, first_destination = 0, source_end = 0, destination_end = 0;
+    bool slide = true;
+  };
+  std::array<Part, max_slide_parts> part{};
+  const auto address = [&](std::uint32_t segment, std::uint64_t offset) { return segment_bases[segment] + offset; };
+  run_parts(parts, [&](unsigned k) {
+    Part& mine = part[k];
+    mine.begin = moves.size() * k / parts;
+    mine.end = moves.size() * (k + 1) / parts;
+    for (std::size_t index = mine.begin; index < mine.end; ++index) {
+      const Move& move = moves.data()[index];
+      mine.bytes += move.bytes;
+      const std::uint64_t source = address(move.from_segment, move.from_offset);
+      const std::uint64_t destination = address(move.to_segment, move.to_offset);
+      if (move.bytes == 0 || source == destination) continue;
+      if (mine.copying == 0) {
+        mine.first_source = source;
+        mine.first_destination = destination;
+      } else if (source < mine.source_end || destination < mine.destination_end) {
+        mine.slide = false;
+      }
+      if (destination > source) mine.slide = false;
+      if (!mine.slide) return;
+      mine.source_end = source + move.bytes;
+      mine.destination_end = destination + move.bytes;
+      ++mine.copying;
+      mine.chunks += chunk_count(move.bytes, chunk_bytes);
+    }
+  });
+  count = 0;
+  total_chunks = 0;
+  bytes = 0;
+  std::uint64_t source_end = 0, destination_end = 0;
+  std::array<std::size_t, max_slide_parts> first_out{};
+  std::array<std::uint64_t, max_slide_parts> first_chunk{};
+  for (unsigned k = 0; k < parts; ++k) {
+    const Part& mine = part[k];
+    if (!mine.slide) return false;
+    if (mine.copying != 0) {
+      if (mine.first_source < source_end || mine.first_destination < destination_end) return false;
+      source_end = mine.source_end;
+      destination_end = mine.destination_end;
+    }
+    first_out[k] = count;
+    first_chunk[k] = total_chunks;
+    count += mine.copying;
+    total_chunks += mine.chunks;
+    bytes += mine.bytes;
+  }
+  if (total_chunks >= no_wait)
+    throw std::length_error("make_slide_moves: " + std::to_string(total_chunks) + " chunks; at most " +
+                            std::to_string(no_wait - 1) + " fit a plan");
+  run_parts(parts, [&](unsigned k) {
+    std::size_t at = first_out[k];
+    std::uint64_t chunk = first_chunk[k];
+    for (std::size_t index = part[k].begin; index < part[k].end; ++index) {
+      const Move& move = moves.data()[index];
+      const std::uint64_t source = address(move.from_segment, move.from_offset);
+      const std::uint64_t destination = address(move.to_segment, move.to_offset);
+      if (move.bytes == 0 || source == destination) continue;
+      out[at++] = {source, destination, move.bytes, static_cast<std::uint32_t>(chunk), static_cast<std::uint32_t>(index)};
+      chunk += chunk_count(move.bytes, chunk_bytes);
+    }
+  });
   return true;
 }
 

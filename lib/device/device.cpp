@@ -34,7 +34,7 @@ void ExecutionResult::fail(const char* what, std::size_t moves, std::size_t comp
 
 ExecutionResult Device::execute_moves(gsl::span<const compactor::Move> moves,
                                       gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
-                                      const std::function<void()>& meanwhile) {
+                                      const std::function<void()>& meanwhile, const HostThreads*) {
   compactor::make_chunk_plan(moves, segment_bases, scratch);
   ExecutionResult result = execute(scratch, moves.size());
   if (meanwhile) meanwhile();
@@ -47,7 +47,7 @@ ExecutionResult Device::execute_moves_in_parts(std::vector<compactor::Move>& mov
                                                const std::function<void()>& meanwhile) {
   while (plan_more(moves)) {
   }
-  return execute_moves(moves, segment_bases, scratch, meanwhile);
+  return execute_moves(moves, segment_bases, scratch, meanwhile, nullptr);
 }
 
 std::shared_ptr<Device> make_device(DeviceChoice choice) {

@@ -9,6 +9,7 @@
 // synthetic churn traces (resnet_train moves almost nothing either way; docs/replay.md).
 #include <vramkit/heap.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 
@@ -325,6 +326,20 @@ void Heap::free(BlockId id) {
   sum_of_squared_free_ += static_cast<uint128>(node.bytes) * node.bytes - absorbed_squares;
   // The merged block is at least as large as any block it absorbed: the cache stays exact.
   if (largest_free_valid_ && node.bytes > largest_free_cache_) largest_free_cache_ = node.bytes;
+}
+
+void Heap::walk_starts(std::size_t count, std::vector<BlockId>& starts) const {
+  if (count == 0) throw invalid_argument("heap walk starts: a count of 0; at least 1 (the first block)");
+  starts.clear();
+  starts.reserve(std::min(count, nodes_.size()) + 1);
+  starts.push_back(first_);
+  const std::size_t nodes = nodes_.size();
+  const std::size_t wanted = std::min(count, nodes);
+  for (std::size_t index = 1; index < wanted; ++index) {
+    const auto id = static_cast<BlockId>(nodes * index / wanted);
+    if (nodes_[id].in_use && id != first_) starts.push_back(id);
+  }
+  std::sort(starts.begin(), starts.end(), [this](BlockId a, BlockId b) { return nodes_[a].offset < nodes_[b].offset; });
 }
 
 std::vector<BlockId> Heap::rebuild(gsl::span<const HeapPlacement> placements) {

@@ -19,6 +19,8 @@ namespace vramkit {
 struct Pool::CompactionScratch {
   Layout layout;                                       ///< Live blocks of each segment, in address order.
   std::vector<compactor::Move> moves;                  ///< The plan.
+  /// A full compaction's plan when the walk is shared (plan_slide): sized without zeroes.
+  std::vector<compactor::Move, detail::DefaultInitAllocator<compactor::Move>> slide_moves;
   std::vector<std::uint64_t> segment_bases;            ///< Device address of each segment's offset 0.
   compactor::ChunkPlan chunks;                         ///< What the device executes.
   /// Each touched segment's blocks after the moves; sized, not zeroed, before parts fill them.
@@ -26,6 +28,17 @@ struct Pool::CompactionScratch {
   std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
   std::vector<BlockId> ids;                            ///< A rebuilt heap's new block ids.
   std::vector<std::size_t> arrivals;                   ///< Moves into each segment from another.
+  /// A walk shared by threads (Pool::plan_slide): where its pieces start, and what each found.
+  std::vector<BlockId> walk_starts;
+  struct WalkPiece {
+    std::vector<compactor::LiveBlock> blocks;  ///< Its live blocks, in address order.
+    std::uint64_t bytes = 0;                   ///< Theirs in all.
+    std::size_t live_before_free = 0;          ///< Its live blocks before its first free one; SIZE_MAX: none.
+    unsigned walker = 0;                       ///< The team member that walked it.
+    std::size_t first_index = 0;               ///< Of its first block among the segment's.
+    std::uint64_t cursor = 0;                  ///< Where its first block slides to.
+  };
+  std::vector<WalkPiece> pieces;
 };
 
 }  // namespace vramkit

@@ -69,7 +69,7 @@ std::size_t Pool::clear_layout(Layout& layout) const {
 // at the granularity, and no slot is read: after a batch's host work has evicted the caches, the
 // slots' cache lines were half the walk's time (docs/benchmarks.md, run 41).
 bool Pool::walk_live_blocks(std::size_t segment, BlockId& next, std::size_t limit,
-                            std::vector<compactor::LiveBlock>& blocks) const {
+                            LiveBlocks& blocks) const {
   const Heap& heap = segments_[segment]->heap;
   const bool read_slots = pinned_ != 0 || over_aligned_ != 0;  // loop-invariant: the compiler unswitches it
   for (; next != no_block && limit != 0; next = heap.next(next)) {
@@ -160,7 +160,9 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 // measured no better, each part costing the GPU a launch and a wave that ends partly idle. With
 // smaller blocks the host is the bottleneck whatever the order, so the automatic choice plans
 // first below a mean of 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
-// compactor::plan_full on each segment in turn.
+// compactor::plan_full on each segment in turn. Planned first with nothing pinned, an arena's or
+// aligned above the granularity, a segment's walk and plan are shared by the team (plan_slide),
+// and so is the device's staging of the moves (HostThreads).
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
@@ -173,6 +175,21 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   const bool in_parts = options_.compaction_parts == CompactionParts::always ||
                         (options_.compaction_parts == CompactionParts::automatic && live_blocks != 0 &&
                          used_ / live_blocks >= parts_min_mean_bytes);
+  if (!in_parts && pinned_ == 0 && over_aligned_ == 0) {
+    // Every block may move at the granularity: the walk and plan of a large segment are shared by
+    // the team (plan_slide). The moves are plan_full's, segment after segment.
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t largest = 0;
+    for (const auto& each : segments_) largest = std::max<std::size_t>(largest, each->heap.allocated_blocks());
+    start_team(largest);
+    scratch.slide_moves.clear();
+    scratch.slide_moves.reserve(live_blocks);
+    for (std::size_t index = 0; index < segments_.size(); ++index) plan_slide(index, budget, report);
+    report.plan_seconds += std::chrono::steady_clock::now() - start;
+    // Even with nothing to move: the device then waits for the uses of released pins, which ends them.
+    run_moves(scratch.slide_moves, nullptr, nullptr, layout, report);
+    return;
+  }
   const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
   std::size_t part_blocks = in_parts ? first_part : SIZE_MAX;
   std::size_t planned_blocks = 0;
@@ -187,7 +204,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     try {
       while (segment < segments_.size() && walked < part_blocks) {
         if (!planner) planner.emplace(static_cast<std::uint32_t>(segment), budget);
-        std::vector<compactor::LiveBlock>& blocks = layout[segment];
+        LiveBlocks& blocks = layout[segment];
         const std::size_t first = blocks.size();
         const bool segment_done = walk_live_blocks(segment, next, part_blocks - walked, blocks);
         walked += blocks.size() - first;
@@ -211,7 +228,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     return segment < segments_.size();
   };
-  apply_moves(scratch.moves, layout, report, &plan_more);
+  apply_moves(scratch.moves, plan_more, layout, report);
   if (planning_failed) std::rethrow_exception(planning_failed);
 }
 
@@ -224,13 +241,23 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
 // moved slots are put back and update_heaps runs again with the result, rebuilding every heap a
 // move names: the completed moves are applied, the rest undone. The update's host memory is taken
 // before anything moves (reserve_update), so it can fail only on a broken invariant.
-void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout, CompactionReport& report,
-                       const Device::PlanMore* plan_more) {
-  if (moves.empty() && plan_more == nullptr) return;
+void Pool::apply_moves(gsl::span<const compactor::Move> moves, const Layout& layout, CompactionReport& report) {
+  if (!moves.empty()) run_moves(moves, nullptr, nullptr, layout, report);
+}
+
+void Pool::apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
+                       CompactionReport& report) {
+  run_moves({}, &moves, &plan_more, layout, report);
+}
+
+// `whole`, or the moves that plan_more appends to `growing` while the device runs them.
+void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
+                     const Device::PlanMore* plan_more, const Layout& layout, CompactionReport& report) {
+  const auto all = [&] { return growing != nullptr ? gsl::span<const compactor::Move>(*growing) : whole; };
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
-  reserve_update(moves);
+  reserve_update(all());
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
 
   bool updated_ahead = false, update_started = false;
@@ -240,27 +267,31 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     const auto start = std::chrono::steady_clock::now();
     update_started = true;
     try {
-      update_heaps(moves, ExecutionResult{}, layout, ahead);
+      update_heaps(all(), ExecutionResult{}, layout, ahead);
       updated_ahead = true;
     } catch (...) {  // a broken invariant (its memory is reserved): done again below, after the result
     }
     update_time += std::chrono::steady_clock::now() - start;
   };
+  const HostThreads lent_threads{team_ ? team_->size() : 1, [this](unsigned parts, const std::function<void(unsigned)>& task) {
+                                    run_parts(parts, [&task](unsigned part) noexcept { task(part); });
+                                  }};
   const auto phase_start = std::chrono::steady_clock::now();
   ExecutionResult result;
   try {
     // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
-    result = plan_more != nullptr ? device_->execute_moves_in_parts(moves, scratch.segment_bases, scratch.chunks,
+    result = plan_more != nullptr ? device_->execute_moves_in_parts(*growing, scratch.segment_bases, scratch.chunks,
                                                                     *plan_more, update_ahead)
-                                  : device_->execute_moves(moves, scratch.segment_bases, scratch.chunks, update_ahead);
+                                  : device_->execute_moves(whole, scratch.segment_bases, scratch.chunks, update_ahead,
+                                                           team_ ? &lent_threads : nullptr);
   } catch (...) {
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
     if (update_started) {
-      reset_moved_slots(moves);
+      reset_moved_slots(all());
       ExecutionResult none_completed;  // no entries: allocates nothing
       none_completed.complete = false;
       CompactionReport uncounted;
-      update_heaps(moves, none_completed, layout, uncounted);
+      update_heaps(all(), none_completed, layout, uncounted);
     }
     throw;
   }
@@ -278,12 +309,13 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
     report.bytes_moved += ahead.bytes_moved;
     report.update_threads = std::max(report.update_threads, ahead.update_threads);
   } else {
-    if (update_started) reset_moved_slots(moves);
+    if (update_started) reset_moved_slots(all());
     try {
-      update_heaps(moves, result, layout, report);
+      update_heaps(all(), result, layout, report);
     } catch (...) {
       // Failed part way (a broken invariant: its memory is reserved): every completed move still
       // gets its slot, so every handle reaches its bytes, though a heap may no longer match its slots.
+      const auto moves = all();
       for (std::size_t index = 0; index < moves.size(); ++index) {
         if (!completed(result, index)) continue;
         Slot& entry = (*table_)[moves[index].tag];
@@ -297,7 +329,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
   bytes_moved_ += report.bytes_moved;
   report.update_seconds += update_time + (std::chrono::steady_clock::now() - redo_start);  // ahead + after
   if (!result.complete) {
-    throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", moves.size(),
+    throw device_error(detail::message("compaction stopped after ", report.blocks_moved, " of ", all().size(),
                                        " moves: ", result.error, "; every buffer is intact"));
   }
 }
@@ -308,7 +340,7 @@ void Pool::apply_moves(std::vector<compactor::Move>& moves, const Layout& layout
 // Each segment's blocks after the moves are at most its live blocks now plus the moves into it
 // from other segments (`moves` is the whole plan, or empty for a full compaction in parts, whose
 // moves stay in their segments). Throws std::bad_alloc with nothing moved.
-void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
+void Pool::reserve_update(gsl::span<const compactor::Move> moves) {
   CompactionScratch& scratch = *compaction_scratch_;
   const std::size_t count = segments_.size();
   scratch.placements.resize(count);
@@ -328,14 +360,19 @@ void Pool::reserve_update(const std::vector<compactor::Move>& moves) {
     largest = std::max(largest, blocks);
   }
   scratch.ids.reserve(largest);
-  if (!team_ && largest >= PoolOptions::parallel_update_min_blocks) {
+  start_team(largest);
+}
+
+bool Pool::start_team(std::size_t blocks) {
+  if (!team_ && blocks >= PoolOptions::parallel_update_min_blocks) {
     const unsigned threads =
         options_.compaction_threads != 0 ? options_.compaction_threads : std::clamp(usable_cpus(), 1u, 8u);
     try {
       if (threads > 1) team_ = std::make_unique<WorkerTeam>(threads);
-    } catch (const std::exception&) {  // no threads to be had (std::system_error) or no memory: update alone
+    } catch (const std::exception&) {  // no threads to be had (std::system_error) or no memory: alone
     }
   }
+  return team_ != nullptr;
 }
 
 // At least parallel_update_min_blocks / 4 blocks a part: below that, waking the team costs more
@@ -364,7 +401,7 @@ void Pool::run_parts(unsigned parts, Task&& task) {
 // first move by binary search and checking that it meets exactly the moves up to the next part's.
 // Returns false, having counted nothing, when the moves are listed otherwise (a hole or
 // evacuation plan); `placements` and `touched` are then to be cleared. Cost: O(blocks + moves).
-bool Pool::merge_placements(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+bool Pool::merge_placements(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                             const Layout& layout, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   const compactor::Move* const all = moves.data();
@@ -385,7 +422,7 @@ bool Pool::merge_placements(const std::vector<compactor::Move>& moves, const Exe
     if (moves_end < moves_begin) return false;
     if (moves_end == moves_begin) continue;
     scratch.touched[segment] = 1;
-    const std::vector<compactor::LiveBlock>& blocks = layout[segment];
+    const LiveBlocks& blocks = layout[segment];
     auto& list = scratch.placements[segment];
     list.resize(blocks.size());  // within the room reserve_update took, and writes nothing
     const unsigned parts = update_parts(blocks.size());
@@ -472,7 +509,7 @@ void Pool::rebuild_heap(std::size_t segment, CompactionReport& report) {
 // Puts every moved slot back at its source, before update_heaps undoes an update made ahead of
 // the device's result (apply_moves). Cannot fail: if the update then fails (a broken invariant),
 // every handle still reaches its bytes, though a heap may no longer match its slots.
-void Pool::reset_moved_slots(const std::vector<compactor::Move>& moves) {
+void Pool::reset_moved_slots(gsl::span<const compactor::Move> moves) {
   for (const compactor::Move& move : moves) {
     Slot& entry = (*table_)[move.tag];
     entry.segment = move.from_segment;
@@ -486,7 +523,7 @@ void Pool::reset_moved_slots(const std::vector<compactor::Move>& moves) {
 // moves. A heap is rebuilt even if none of its moves completed: it may hold an update made ahead
 // (apply_moves), which this undoes; the slots of moves that did not complete must then hold their
 // sources again (reset_moved_slots).
-void Pool::update_heaps(const std::vector<compactor::Move>& moves, const ExecutionResult& result,
+void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   auto& placements = scratch.placements;

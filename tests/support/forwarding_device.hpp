@@ -34,8 +34,9 @@ class ForwardingDevice : public vramkit::Device {
   vramkit::ExecutionResult execute_moves(gsl::span<const vramkit::compactor::Move> moves,
                                          gsl::span<const std::uint64_t> segment_bases,
                                          vramkit::compactor::ChunkPlan& scratch,
-                                         const std::function<void()>& meanwhile) override {
-    return host_->execute_moves(moves, segment_bases, scratch, meanwhile);
+                                         const std::function<void()>& meanwhile,
+                                         const vramkit::HostThreads* threads) override {
+    return host_->execute_moves(moves, segment_bases, scratch, meanwhile, threads);
   }
   vramkit::DeviceMemoryInfo memory_info() override { return host_->memory_info(); }
   bool host_addressable() const noexcept override { return host_->host_addressable(); }

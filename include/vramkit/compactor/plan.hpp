@@ -10,13 +10,14 @@
 
 namespace vramkit::compactor {
 
-/// One live (allocated) block as the planner sees it.
+/// One live (allocated) block as the planner sees it. Trivial, like Move: LiveBlock{} is all
+/// zeroes, and a pool's buffers of them are sized without a pass of zeroes before threads fill them.
 struct LiveBlock {
-  std::uint64_t offset = 0;
-  std::uint64_t bytes = 0;      ///< Multiple of the segment's granularity.
-  std::uint64_t alignment = 0;  ///< A new offset must be a multiple of this (power of two).
-  bool movable = true;          ///< False for pinned blocks and arenas: fixed obstacles.
-  std::uint32_t tag = 0;        ///< The owner's id (the pool's slot index), copied into moves.
+  std::uint64_t offset;
+  std::uint64_t bytes;      ///< Multiple of the segment's granularity.
+  std::uint64_t alignment;  ///< A new offset must be a multiple of this (power of two).
+  bool movable;             ///< False for pinned blocks and arenas: fixed obstacles.
+  std::uint32_t tag;        ///< The owner's id (the pool's slot index), copied into moves.
 };
 
 /// One segment: a contiguous range [0, capacity) of a device region. Invariant: blocks sorted by
@@ -28,14 +29,14 @@ struct SegmentLayout {
   gsl::span<const LiveBlock> blocks;
 };
 
-/// Moving one block. Offsets are within their segments.
+/// Moving one block. Offsets are within their segments. Trivial: Move{} is all zeroes.
 struct Move {
-  std::uint32_t tag = 0;
-  std::uint32_t from_segment = 0;
-  std::uint64_t from_offset = 0;
-  std::uint32_t to_segment = 0;
-  std::uint64_t to_offset = 0;
-  std::uint64_t bytes = 0;
+  std::uint32_t tag;
+  std::uint32_t from_segment;
+  std::uint64_t from_offset;
+  std::uint32_t to_segment;
+  std::uint64_t to_offset;
+  std::uint64_t bytes;
 };
 
 /// Full compaction of one segment: movable blocks slide down in address order; pinned blocks stay

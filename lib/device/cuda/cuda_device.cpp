@@ -30,6 +30,9 @@ void check(cudaError_t status, const char* what) {
   }
 }
 
+/// Moves of a slide below which staging them takes no lent threads (CudaDevice::queue_slide).
+constexpr std::size_t parallel_staging_min_moves = 8192;
+
 void* as_pointer(std::uint64_t address) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)); }
 
 // The staging buffer takes a plan's chunks as they are: the two layouts must be one.
@@ -185,12 +188,13 @@ class CudaDevice final : public Device {
   // pass over them on the host; the GPU splits them into chunks and finds each chunk's waits
   // (compactor/slide_math.hpp), then the move kernel runs them. Other moves take the host's plan.
   ExecutionResult execute_moves(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                                compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile) override {
+                                compactor::ChunkPlan& scratch, const std::function<void()>& meanwhile,
+                                const HostThreads* threads) override {
     std::lock_guard lock(mutex_);
     ExecutionResult result;
     run_queued(
         [&](Buffers& used) {
-          if (queue_slide(moves, segment_bases, used)) return;
+          if (queue_slide(moves, segment_bases, used, threads)) return;
           const MoveKernel kernel = kernel_for(moves);
           compactor::make_chunk_plan(moves, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
           queue_plan_or_report(scratch, kernel, moves.size(), used, result);
@@ -220,7 +224,7 @@ class CudaDevice final : public Device {
             if (part.empty()) continue;
             used.phases_launched = 0;
             try {
-              if (!queue_slide(part, segment_bases, used)) {
+              if (!queue_slide(part, segment_bases, used, nullptr)) {
                 while (more) more = plan_more(moves);
                 const auto rest = gsl::span<const compactor::Move>(moves).subspan(queued);
                 const MoveKernel kernel = kernel_for(rest);
@@ -481,14 +485,23 @@ class CudaDevice final : public Device {
   // copy, which is a pass over fewer, larger moves still in the cache. On layout (b) the separate
   // pass of kernel_for cost 0.41 ms with the moves out of the cache (bench/lab/staging.cu).
   bool queue_slide(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
-                   Buffers& used) {
+                   Buffers& used, const HostThreads* threads) {
     const Buffers before = used;
     auto* staged = static_cast<SlideMove*>(take_staging(moves.size() * sizeof(SlideMove), used));
     std::size_t count = 0;
     std::uint64_t total = 0, bytes = 0;
     const MoveKernel staged_for = forced_kernel_.value_or(MoveKernel::warp);
-    if (!compactor::detail::make_slide_moves(moves, segment_bases, cuda_detail::chunk_limit(staged_for), staged, count,
-                                             total, bytes)) {
+    const std::uint32_t limit = cuda_detail::chunk_limit(staged_for);
+    // Lent threads stage a large slide in parts (the pass costs about 6 ns a move on one thread,
+    // docs/benchmarks.md run 51); below parallel_staging_min_moves waking them costs more.
+    const unsigned parts = threads != nullptr && threads->run && moves.size() >= parallel_staging_min_moves
+                               ? std::min(threads->count, compactor::detail::max_slide_parts)
+                               : 1;
+    const bool slide =
+        parts > 1 ? compactor::detail::make_slide_moves_in_parts(moves, segment_bases, limit, staged, count, total,
+                                                                 bytes, parts, threads->run)
+                  : compactor::detail::make_slide_moves(moves, segment_bases, limit, staged, count, total, bytes);
+    if (!slide) {
       used.staging = before.staging;
       return false;
     }
