@@ -96,6 +96,27 @@ TEST_CASE("large overlapping slides on the GPU keep memmove semantics", "[gpu][c
   }
 }
 
+TEST_CASE("a compaction whose walk, plan and staging four threads share keeps every byte on the GPU",
+          "[gpu][compaction][threads]") {
+  // 24,000 kept blocks: above PoolOptions::parallel_update_min_blocks, so the team walks and plans
+  // (Pool::plan_slide), and the CUDA device stages the 24,000 moves in parts with it.
+  const std::uint64_t seed = std::random_device{}();
+  std::printf("shared walk on the GPU: seed %llu\n", static_cast<unsigned long long>(seed));
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  Pool pool({.capacity_bytes = 64_MiB, .compaction_threads = 4}, make_cuda_device());
+  std::vector<Handle> gaps, kept;
+  for (int i = 0; i < 36000; ++i) (i % 3 == 0 ? gaps : kept).push_back(pool.allocate(256 * (1 + rng() % 4)));
+  for (std::size_t i = 0; i < kept.size(); ++i) vramkit_test::write_pattern(pool, kept[i], i);
+  for (Handle gap : gaps) pool.free(gap);
+  const CompactionReport report = pool.compact();
+  CHECK(report.plan_threads == 4);
+  CHECK(report.update_threads == 4);
+  CHECK(report.blocks_moved == kept.size());  // the first block was a gap: every kept one slides
+  CHECK(report.fragmentation_after == 0.0);
+  for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], i));
+}
+
 TEST_CASE("a buffer released on a stream is moved only after that stream's work, and later work sees the new place",
           "[gpu][streams]") {
   Pool pool({.capacity_bytes = 256_MiB}, make_cuda_device());
