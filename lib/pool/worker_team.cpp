@@ -20,45 +20,77 @@ WorkerTeam::~WorkerTeam() { stop(); }
 void WorkerTeam::stop() noexcept {
   {
     std::lock_guard lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
 }
 
+namespace {
+
+/// Whether ready() became true within WorkerTeam::spin_time, checking it all the while and
+/// yielding now and then (when threads outnumber cores, the one that would make it true may need
+/// this one's core).
+template <class Ready>
+bool spin_until(Ready&& ready) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + WorkerTeam::spin_time;
+  for (unsigned round = 1;; ++round) {
+    if (ready()) return true;
+    if (round % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::yield();
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace
+
 void WorkerTeam::run_erased(void* context, Call call) noexcept {
   if (!threads_.empty()) {
+    context_ = context;
+    call_ = call;
+    running_.store(static_cast<unsigned>(threads_.size()), std::memory_order_relaxed);
+    bool wake = false;
     {
+      // Under the lock: a thread going to sleep either sees the new generation or is counted.
       std::lock_guard lock(mutex_);
-      context_ = context;
-      call_ = call;
-      running_ = static_cast<unsigned>(threads_.size());
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
+      wake = sleepers_ != 0;
     }
-    wake_.notify_all();
+    if (wake) wake_.notify_all();
   }
   call(context, 0);
   if (threads_.empty()) return;
+  if (spin_until([this] { return running_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [this] { return running_ == 0; });
+  done_.wait(lock, [this] { return running_.load(std::memory_order_acquire) == 0; });
 }
 
-// A thread's life: wait for a run it has not seen, run its part, report. The caller waits for
-// every thread before it starts the next run, so no thread can miss one.
+// A thread's life: wait (spinning, then asleep) for a run it has not seen, run its part, report.
+// The caller waits for every thread before it starts the next run, so no thread can miss one.
 void WorkerTeam::work(unsigned part) noexcept {
   std::uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    void* const context = context_;
-    const Call call = call_;
-    lock.unlock();
-    call(context, part);
-    lock.lock();
-    if (--running_ == 0) done_.notify_one();
+    const auto started = [&] {
+      return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(started)) {
+      std::unique_lock lock(mutex_);
+      ++sleepers_;
+      wake_.wait(lock, started);
+      --sleepers_;
+    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    call_(context_, part);
+    if (running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mutex_);  // a caller asleep checks running_ under it: no wake-up is lost
+      done_.notify_one();
+    }
   }
 }
 

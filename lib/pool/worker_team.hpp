@@ -3,7 +3,10 @@
 // run(task) calls task(k) once for every k < size(): task 0 on the calling thread, task k always on
 // the team's k-th thread, so that part k of one pass runs on the thread that ran part k of the pass
 // before (whose core's cache, unless the thread moved, still holds that part's placements and
-// ids). The threads sleep between runs.
+// ids). Between runs a thread spins for a while (runs of one compaction follow each other within
+// microseconds, and a thread woken from sleep takes tens of them to start), then sleeps.
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -24,6 +27,9 @@ class WorkerTeam {
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()) + 1; }
 
+  /// How long a thread spins for the next run, and the caller for the end of one, before sleeping.
+  static constexpr std::chrono::microseconds spin_time{200};
+
   /// task(k) for every k < size(), at the same time; returns once every call has returned. The
   /// task must not throw. Allocates nothing.
   template <class Task>
@@ -40,13 +46,14 @@ class WorkerTeam {
   void stop() noexcept;
 
   std::mutex mutex_;
-  std::condition_variable wake_;  ///< A new run (generation_), or stop_.
-  std::condition_variable done_;  ///< running_ reached 0.
-  void* context_ = nullptr;
+  std::condition_variable wake_;  ///< A new run (generation_), or stop_, for the threads asleep.
+  std::condition_variable done_;  ///< running_ reached 0, for a caller asleep.
+  void* context_ = nullptr;       ///< Written before generation_ moves on; read after a thread sees it.
   Call call_ = nullptr;
-  std::uint64_t generation_ = 0;
-  unsigned running_ = 0;  ///< Threads of the current run still in their task.
-  bool stop_ = false;
+  std::atomic<std::uint64_t> generation_{0};  ///< Moved on (under mutex_) to start a run.
+  std::atomic<unsigned> running_{0};          ///< Threads of the current run still in their task.
+  std::atomic<bool> stop_{false};
+  unsigned sleepers_ = 0;  ///< Threads waiting on wake_ (under mutex_).
   std::vector<std::thread> threads_;
 };
 
