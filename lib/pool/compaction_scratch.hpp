@@ -39,6 +39,14 @@ struct Pool::CompactionScratch {
     std::uint64_t cursor = 0;                  ///< Where its first block slides to.
   };
   std::vector<WalkPiece> pieces;
+  /// Whether plan_slide wrote `placements` for the plan's completion (no budget cut it short), and
+  /// what each segment's moves move: update_heaps then takes them instead of merging the layout
+  /// with the moves. Cleared by the update that takes them.
+  bool placed_ahead = false;
+  struct Moved {
+    std::uint64_t blocks = 0, bytes = 0;
+  };
+  std::vector<Moved> moved;
 };
 
 }  // namespace vramkit

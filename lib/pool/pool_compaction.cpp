@@ -126,6 +126,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.moves.clear();
+  scratch.placed_ahead = false;
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
     if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);
@@ -184,6 +185,13 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     start_team(largest);
     scratch.slide_moves.clear();
     scratch.slide_moves.reserve(live_blocks);
+    scratch.placements.resize(segments_.size());  // the update's room (reserve_update), taken now
+    scratch.moved.assign(segments_.size(), {});
+    for (std::size_t index = 0; index < segments_.size(); ++index) {
+      scratch.placements[index].clear();
+      scratch.placements[index].reserve(segments_[index]->heap.allocated_blocks());
+    }
+    scratch.placed_ahead = budget == UINT64_MAX;
     for (std::size_t index = 0; index < segments_.size(); ++index) plan_slide(index, budget, report);
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     // Even with nothing to move: the device then waits for the uses of released pins, which ends them.
@@ -522,7 +530,8 @@ void Pool::reset_moved_slots(gsl::span<const compactor::Move> moves) {
 // in order), then writes every slot of those heaps once: place and block id. Counts the completed
 // moves. A heap is rebuilt even if none of its moves completed: it may hold an update made ahead
 // (apply_moves), which this undoes; the slots of moves that did not complete must then hold their
-// sources again (reset_moved_slots).
+// sources again (reset_moved_slots). When every move completed and plan_slide placed the blocks
+// already (placed_ahead), the merge is skipped.
 void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
@@ -533,6 +542,21 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     for (auto& list : placements) list.clear();
     touched.assign(segments_.size(), 0);
   };
+  if (scratch.placed_ahead && result.complete) {  // plan_slide placed every block as the moves leave it
+    scratch.placed_ahead = false;
+    touched.assign(segments_.size(), 0);
+    for (std::size_t index = 0; index < segments_.size(); ++index) {
+      if (scratch.moved[index].blocks == 0) continue;
+      touched[index] = 1;
+      report.blocks_moved += scratch.moved[index].blocks;
+      report.bytes_moved += scratch.moved[index].bytes;
+    }
+    for (std::size_t index = 0; index < segments_.size(); ++index) {
+      if (touched[index]) rebuild_heap(index, report);
+    }
+    return;
+  }
+  scratch.placed_ahead = false;
   clear();
   if (!merge_placements(moves, result, layout, report)) {
     clear();

@@ -43,8 +43,13 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
   const std::size_t base = moves.size();
   Expects(blocks.empty() && blocks.capacity() >= live && moves.capacity() - base >= live);
   const auto segment_id = static_cast<std::uint32_t>(segment);
+  // The room compact_full took for the update: each block's place once every move completes.
+  auto& placed = scratch.placements[segment];
+  Expects(placed.empty() && placed.capacity() >= live);
+  placed.resize(live);  // writes nothing
   // The moves of blocks [first, first + count), the first sliding to `to`, written from `from`
-  // into the layout (unless they are there) and the moves: blocks before `stay` keep their places.
+  // into the layout (unless they are there), the moves and the places: blocks before `stay` keep
+  // theirs (where `to` is their offset).
   const auto place = [&](const compactor::LiveBlock* from, std::size_t first, std::size_t count, std::uint64_t to,
                          std::size_t stay) noexcept {
     for (std::size_t at = first; at < first + count; ++at, ++from) {
@@ -57,15 +62,16 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
                                    .to_segment = segment_id,
                                    .to_offset = to,
                                    .bytes = block.bytes};
+      placed[at] = {to, block.bytes, block.tag};
       to += block.bytes;
     }
   };
+  std::size_t stay = 0;
 
   const unsigned threads = team_ && live >= PoolOptions::parallel_update_min_blocks ? team_->size() : 1;
   if (threads == 1) {
     BlockId next = heap.first();
     walk_live_blocks(segment, next, SIZE_MAX, blocks);  // within its room: no allocation
-    std::size_t stay = 0;
     while (stay < live && blocks[stay].offset == (stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes))
       ++stay;
     moves.resize(base + live - stay);  // within its room, and writes nothing
@@ -111,7 +117,8 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
       throw std::bad_alloc();
     }
     // Each piece's first index and destination; the segment's first free block ends the blocks that stay.
-    std::size_t index = 0, stay = SIZE_MAX;
+    std::size_t index = 0;
+    stay = SIZE_MAX;
     std::uint64_t cursor = 0;
     for (std::size_t piece_index = 0; piece_index < count; ++piece_index) {
       CompactionScratch::WalkPiece& piece = scratch.pieces[piece_index];
@@ -133,6 +140,9 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
     report.plan_threads = std::max(report.plan_threads, threads);
   }
 
+  // The blocks that stay are packed from offset 0: what moves is the rest of the live bytes.
+  const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
+  scratch.moved[segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
   if (budget != UINT64_MAX) {  // plan_full's stop: the moves up to the first that would pass the budget
     std::size_t kept = base;
     for (; kept < moves.size() && moves[kept].bytes <= budget; ++kept) budget -= moves[kept].bytes;
