@@ -194,7 +194,8 @@ class Pool {
   void apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
                    CompactionReport& report);
   void run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
-                 const Device::PlanMore* plan_more, const Layout& layout, CompactionReport& report);
+                 const Device::PlanMore* plan_more, bool in_segments, const Layout& layout,
+                 CompactionReport& report);
   void update_heaps(gsl::span<const compactor::Move> moves, const ExecutionResult& result, const Layout& layout,
                     CompactionReport& report);
   void reset_moved_slots(gsl::span<const compactor::Move> moves);

@@ -195,7 +195,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
     for (std::size_t index = 0; index < segments_.size(); ++index) plan_slide(index, budget, report);
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     // Even with nothing to move: the device then waits for the uses of released pins, which ends them.
-    run_moves(scratch.slide_moves, nullptr, nullptr, layout, report);
+    run_moves(scratch.slide_moves, nullptr, nullptr, true, layout, report);
     return;
   }
   const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
@@ -250,22 +250,25 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
 // move names: the completed moves are applied, the rest undone. The update's host memory is taken
 // before anything moves (reserve_update), so it can fail only on a broken invariant.
 void Pool::apply_moves(gsl::span<const compactor::Move> moves, const Layout& layout, CompactionReport& report) {
-  if (!moves.empty()) run_moves(moves, nullptr, nullptr, layout, report);
+  if (!moves.empty()) run_moves(moves, nullptr, nullptr, false, layout, report);
 }
 
 void Pool::apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
                        CompactionReport& report) {
-  run_moves({}, &moves, &plan_more, layout, report);
+  run_moves({}, &moves, &plan_more, true, layout, report);
 }
 
 // `whole`, or the moves that plan_more appends to `growing` while the device runs them.
+// `in_segments`: no move leaves its segment (a full compaction's), which spares reserve_update a
+// pass over the moves.
 void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
-                     const Device::PlanMore* plan_more, const Layout& layout, CompactionReport& report) {
+                     const Device::PlanMore* plan_more, bool in_segments, const Layout& layout,
+                     CompactionReport& report) {
   const auto all = [&] { return growing != nullptr ? gsl::span<const compactor::Move>(*growing) : whole; };
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
-  reserve_update(all());
+  reserve_update(in_segments ? gsl::span<const compactor::Move>{} : all());
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
 
   bool updated_ahead = false, update_started = false;
@@ -346,8 +349,8 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
 // compaction and both its updates (ahead of the device's result and after it): once bytes have
 // moved, host memory running out could no longer be answered by keeping every block where it was.
 // Each segment's blocks after the moves are at most its live blocks now plus the moves into it
-// from other segments (`moves` is the whole plan, or empty for a full compaction in parts, whose
-// moves stay in their segments). Throws std::bad_alloc with nothing moved.
+// from other segments (`moves` is the whole plan, or empty for a full compaction, whose moves stay
+// in their segments). Throws std::bad_alloc with nothing moved.
 void Pool::reserve_update(gsl::span<const compactor::Move> moves) {
   CompactionScratch& scratch = *compaction_scratch_;
   const std::size_t count = segments_.size();
