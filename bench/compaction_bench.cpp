@@ -50,6 +50,7 @@ struct Result {
   std::uint64_t blocks_moved = 0;
   bool verified = true;
   unsigned update_threads = 1;
+  unsigned plan_threads = 1;
 };
 
 // Fills a pool with the layout, writes every kept buffer, frees the gaps, compacts and checks every
@@ -80,7 +81,8 @@ std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layo
     if (evict_before_compaction) evict_host_caches();
     const CompactionReport report = pool.compact({.release_empty_segments = false});
     result = {report.seconds.count(), report.plan_seconds.count(), report.execute_seconds.count(),
-              report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true, report.update_threads};
+              report.update_seconds.count(), report.bytes_moved, report.blocks_moved, true, report.update_threads,
+              report.plan_threads};
     for (std::size_t i = 0; i < kept.size() && result.verified && has_memory; ++i) {
       words.resize(layout.keep[i] / 8);
       read.resize(words.size());
@@ -182,10 +184,11 @@ int main(int argc, char** argv) {
       std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", name.c_str(),
                   format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
                   batch_gbs, verdict);
-      std::printf("%-42s phases: device call %.3f ms, the host's walk+plan %.3f ms and update %.3f ms (%u thread%s) "
-                  "inside it\n",
-                  "", median.execute_seconds * 1e3, median.plan_seconds * 1e3, median.update_seconds * 1e3,
-                  median.update_threads, median.update_threads == 1 ? "" : "s");
+      std::printf("%-42s phases: device call %.3f ms, the host's walk+plan %.3f ms (%u thread%s) and update %.3f ms "
+                  "(%u thread%s) inside it\n",
+                  "", median.execute_seconds * 1e3, median.plan_seconds * 1e3, median.plan_threads,
+                  median.plan_threads == 1 ? "" : "s", median.update_seconds * 1e3, median.update_threads,
+                  median.update_threads == 1 ? "" : "s");
       if (cuda) {
         std::printf("%-42s pool / ceiling %.0f%%, pool / loop %.1fx, pool / batch %.1fx\n", "",
                     100 * pool_gbs / ceiling_gbs, pool_gbs / loop_gbs, pool_gbs / batch_gbs);
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
                                    {"execute_seconds", median.execute_seconds},
                                    {"update_seconds", median.update_seconds},
                                    {"update_threads", median.update_threads},
+                                   {"plan_threads", median.plan_threads},
                                    {"pool_gbs", pool_gbs},
                                    {"ceiling_gbs", ceiling_gbs},
                                    {"loop_gbs", loop_gbs},
