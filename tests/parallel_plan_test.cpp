@@ -21,29 +21,11 @@
 
 #include "compactor/chunk_plan_paths.hpp"
 #include "support/patterns.hpp"
+#include "support/pool_fixtures.hpp"
 
 using namespace vramkit;
 
-namespace {
-
-/// A heap after random allocations and frees, its node ids scattered over its addresses.
-Heap churned_heap(std::mt19937_64& rng, std::uint32_t steps) {
-  Heap heap(64_MiB, 256);
-  std::vector<BlockId> live;
-  for (std::uint32_t step = 0; step < steps; ++step) {
-    if (live.empty() || rng() % 3 != 0) {
-      if (const auto placed = heap.allocate(256 * (1 + rng() % 32), 256, step)) live.push_back(placed->block);
-    } else {
-      const std::size_t pick = rng() % live.size();
-      heap.free(live[pick]);
-      live[pick] = live.back();
-      live.pop_back();
-    }
-  }
-  return heap;
-}
-
-}  // namespace
+using vramkit_test::churned_heap;
 
 TEST_CASE("walk starts are distinct blocks in address order, the first block first", "[parallel][heap]") {
   const std::uint64_t seed = std::random_device{}();
@@ -175,14 +157,8 @@ TEST_CASE("slide moves staged in parts are exactly those staged in one pass", "[
 
 namespace {
 
-using Map = std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t, BlockState, std::uint32_t>>;
-
-Map map_of(const Pool& pool) {
-  Map map;
-  for (const BlockInfo& block : pool.block_map())
-    map.emplace_back(block.segment, block.offset, block.bytes, block.state, block.state == BlockState::free ? 0 : block.slot);
-  return map;
-}
+using Map = vramkit_test::BlockMap;
+using vramkit_test::map_of;
 
 struct Outcome {
   Map map;

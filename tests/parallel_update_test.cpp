@@ -20,6 +20,7 @@
 
 #include "pool/worker_team.hpp"
 #include "support/patterns.hpp"
+#include "support/pool_fixtures.hpp"
 
 using namespace vramkit;
 
@@ -58,19 +59,7 @@ Snapshot snapshot(const Heap& heap) {
 /// A heap after random allocations and frees, its node storage scattered.
 Heap churned_heap(std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  Heap heap(64_MiB, 256);
-  std::vector<BlockId> live;
-  for (std::uint32_t step = 0; step < 3000; ++step) {
-    if (live.empty() || rng() % 3 != 0) {
-      if (const auto placed = heap.allocate(256 * (1 + rng() % 32), 256, step)) live.push_back(placed->block);
-    } else {
-      const std::size_t pick = rng() % live.size();
-      heap.free(live[pick]);
-      live[pick] = live.back();
-      live.pop_back();
-    }
-  }
-  return heap;
+  return vramkit_test::churned_heap(rng, 3000);
 }
 
 /// Sorted, disjoint, granular placements; some packed, some apart; ending at the capacity or not.
@@ -177,16 +166,8 @@ TEST_CASE("a pool refuses more compaction threads than parts a rebuild can have"
 
 namespace {
 
-using Map = std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t, BlockState, std::uint32_t>>;
-
-/// Every block of the pool: segment, offset, size, state and slot (the same in two pools that made
-/// the same requests in the same order).
-Map map_of(const Pool& pool) {
-  Map map;
-  for (const BlockInfo& block : pool.block_map())
-    map.emplace_back(block.segment, block.offset, block.bytes, block.state, block.state == BlockState::free ? 0 : block.slot);
-  return map;
-}
+using Map = vramkit_test::BlockMap;
+using vramkit_test::map_of;
 
 struct Compacted {
   Map map;
