@@ -248,14 +248,14 @@ TEST_CASE("a walk and plan that threads share move what plan_full moves and keep
 }
 
 TEST_CASE("a shared walk's compaction that a device fault stops part way keeps every byte", "[parallel][compaction][faults][threads]") {
-  // 40,000 kept blocks planned first (they are small), the walk and plan shared by four threads or
+  // 25,000 kept blocks planned first (they are small), the walk and plan shared by four threads or
   // done by one; the host device fails the k-th move. The update made ahead from the places that
   // the shared plan wrote is undone and the completed moves applied: the layout must be the one
   // a single thread leaves, and a compaction without faults afterwards must finish the job.
   const std::uint64_t seed = std::random_device{}();
   std::cout << "shared walk after a fault: seed " << seed << "\n";
   INFO("seed " << seed);
-  for (const std::uint64_t move_at : {std::uint64_t{1}, std::uint64_t{7000}, std::uint64_t{39000}}) {
+  for (const std::uint64_t move_at : {std::uint64_t{1}, std::uint64_t{7000}, std::uint64_t{24000}}) {
     INFO("move_at " << move_at);
     std::vector<Map> maps;
     for (unsigned threads : {1u, 4u}) {
@@ -263,7 +263,7 @@ TEST_CASE("a shared walk's compaction that a device fault stops part way keeps e
       Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = threads}, device);
       std::mt19937_64 rng(seed);
       std::vector<Handle> all, kept;
-      for (std::uint64_t i = 0; i < 80000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
+      for (std::uint64_t i = 0; i < 50000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
       for (std::uint64_t i = 0; i < all.size(); ++i) {
         if (i % 2 == 0) {
           pool.free(all[i]);

@@ -36,9 +36,11 @@ bool make_slide_moves(gsl::span<const Move> moves, gsl::span<const std::uint64_t
 using RunParts = std::function<void(unsigned parts, const std::function<void(unsigned)>& task)>;
 inline constexpr unsigned max_slide_parts = 64;
 /// make_slide_moves with its work split into `parts` ranges of moves, each pass run by run_parts:
-/// the same result and the same `out` (a first pass finds each range's moves that copy, chunks
-/// and bytes and checks it is a slide, a second writes them at their places). Throws what
-/// make_slide_moves throws, with the total chunks in the message. Cost: O(m / parts) a thread.
+/// the same result and the same `out` for a slide (a first pass finds each range's moves that
+/// copy, chunks and bytes and checks it is a slide, a second writes them at their places), and
+/// false for moves that are not one. Throws what make_slide_moves throws (2^32 - 1 chunks or
+/// more), with the total chunks in the message, but only for a slide: make_slide_moves may throw
+/// before it sees that moves are not a slide. Cost: O(m / parts) a thread.
 bool make_slide_moves_in_parts(gsl::span<const Move> moves, gsl::span<const std::uint64_t> segment_bases,
                                std::uint32_t chunk_bytes, SlideMove* out, std::size_t& count,
                                std::uint64_t& total_chunks, std::uint64_t& bytes, unsigned parts,

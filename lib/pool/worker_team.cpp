@@ -1,10 +1,12 @@
 #include "pool/worker_team.hpp"
 
+#include <algorithm>
+
 #include <gsl/assert>
 
 namespace vramkit {
 
-WorkerTeam::WorkerTeam(unsigned size) {
+WorkerTeam::WorkerTeam(unsigned size) : spin_(size <= std::max(1u, std::thread::hardware_concurrency())) {
   Expects(size >= 1);
   threads_.reserve(size - 1);
   try {
@@ -29,11 +31,11 @@ void WorkerTeam::stop() noexcept {
 
 namespace {
 
-/// Whether ready() became true within WorkerTeam::spin_time, checking it all the while and
-/// yielding now and then (when threads outnumber cores, the one that would make it true may need
-/// this one's core).
+/// Whether ready() became true within WorkerTeam::spin_time (at once, without spinning, unless
+/// `spin`), checking it all the while and yielding now and then (other threads may need the core).
 template <class Ready>
-bool spin_until(Ready&& ready) noexcept {
+bool spin_until(bool spin, Ready&& ready) noexcept {
+  if (!spin) return ready();
   const auto deadline = std::chrono::steady_clock::now() + WorkerTeam::spin_time;
   for (unsigned round = 1;; ++round) {
     if (ready()) return true;
@@ -65,7 +67,7 @@ void WorkerTeam::run_erased(void* context, Call call) noexcept {
   }
   call(context, 0);
   if (threads_.empty()) return;
-  if (spin_until([this] { return running_.load(std::memory_order_acquire) == 0; })) return;
+  if (spin_until(spin_, [this] { return running_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock lock(mutex_);
   done_.wait(lock, [this] { return running_.load(std::memory_order_acquire) == 0; });
 }
@@ -78,7 +80,7 @@ void WorkerTeam::work(unsigned part) noexcept {
     const auto started = [&] {
       return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen;
     };
-    if (!spin_until(started)) {
+    if (!spin_until(spin_, started)) {
       std::unique_lock lock(mutex_);
       ++sleepers_;
       wake_.wait(lock, started);

@@ -4,7 +4,9 @@
 // the team's k-th thread, so that part k of one pass runs on the thread that ran part k of the pass
 // before (whose core's cache, unless the thread moved, still holds that part's placements and
 // ids). Between runs a thread spins for a while (runs of one compaction follow each other within
-// microseconds, and a thread woken from sleep takes tens of them to start), then sleeps.
+// microseconds, and a thread woken from sleep takes tens of them to start), then sleeps; a team
+// larger than the hardware's threads does not spin (a spinning thread would hold a core that
+// another member needs).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -54,6 +56,7 @@ class WorkerTeam {
   std::atomic<unsigned> running_{0};          ///< Threads of the current run still in their task.
   std::atomic<bool> stop_{false};
   unsigned sleepers_ = 0;  ///< Threads waiting on wake_ (under mutex_).
+  bool spin_ = true;       ///< At most as many members as the hardware has threads.
   std::vector<std::thread> threads_;
 };
 

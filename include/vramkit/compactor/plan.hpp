@@ -10,8 +10,10 @@
 
 namespace vramkit::compactor {
 
-/// One live (allocated) block as the planner sees it. Trivial, like Move: LiveBlock{} is all
-/// zeroes, and a pool's buffers of them are sized without a pass of zeroes before threads fill them.
+/// One live (allocated) block as the planner sees it. Trivial, like Move, so that a pool's buffers
+/// of them are sized without a pass of zeroes before threads fill them: LiveBlock{} is all zeroes
+/// (movable false), a declaration without an initializer leaves the fields indeterminate, and an
+/// initializer should name every field.
 struct LiveBlock {
   std::uint64_t offset;
   std::uint64_t bytes;      ///< Multiple of the segment's granularity.
