@@ -4,7 +4,8 @@
 // a summary: when the first move kernel started, how long the move kernels ran, how long the move
 // stream sat idle between them, and how long the call went on after the last one ended.
 // A probe for docs/benchmarks.md, not a benchmark: CUPTI's own cost is in every figure.
-// Usage: vramkit_compaction_timeline [--layout a|b|c] [--parts automatic|always|never] [--repeats N] [--api]
+// Usage: vramkit_compaction_timeline [--layout a|b|c] [--parts automatic|always|never] [--threads N] [--repeats N]
+//        [--api]   (--threads: PoolOptions::compaction_threads; 0, the default, is automatic)
 #include <cupti.h>
 
 #include <algorithm>
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
   CompactionParts parts = CompactionParts::automatic;
   int repeats = 3;
   bool api = false;
+  unsigned threads = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--layout") && i + 1 < argc && std::strchr("abc", argv[i + 1][0])) {
       layout_name = argv[++i][0];
@@ -149,10 +151,13 @@ int main(int argc, char** argv) {
                                  : CompactionParts::automatic;
     } else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) {
       repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = static_cast<unsigned>(std::max(0, std::atoi(argv[++i])));
     } else if (!std::strcmp(argv[i], "--api")) {
       api = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--layout a|b|c] [--parts automatic|always|never] [--repeats N] [--api]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--layout a|b|c] [--parts automatic|always|never] [--threads N] [--repeats N] [--api]\n",
                    argv[0]);
       return 2;
     }
@@ -179,7 +184,7 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < layout.keep.size(); ++i) total += layout.keep[i] + layout.gap[i];
   // One pool, filled with the layout and compacted again each run: run 0 is the pool's first
   // compaction (its scratch storage unallocated); the runs after it find that storage ready.
-  Pool pool({.capacity_bytes = total + (4 << 20), .compaction_parts = parts}, device);
+  Pool pool({.capacity_bytes = total + (4 << 20), .compaction_parts = parts, .compaction_threads = threads}, device);
   for (int run = 0; run <= repeats; ++run) {
     std::vector<Handle> kept, gaps;
     for (std::size_t i = 0; i < layout.keep.size(); ++i) {

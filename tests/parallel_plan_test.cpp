@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <vramkit/errors.hpp>
@@ -163,7 +164,7 @@ using vramkit_test::map_of;
 struct Outcome {
   Map map;
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> reports;  // blocks, bytes moved, largest free
-  unsigned most_plan_threads = 0;
+  std::vector<unsigned> plan_threads;  // each compaction's
 };
 
 /// Every segment's live blocks packed from its start: a full compaction's end.
@@ -180,9 +181,12 @@ bool packed(const Pool& pool) {
 
 /// Three segments of 256 and 512-byte blocks, about 21,000 kept in each (above
 /// PoolOptions::parallel_update_min_blocks), freed in runs (the first blocks of each segment
-/// stay packed); compacted with a byte budget, then fully, then again after more frees; every
-/// byte checked after each. Nothing is pinned: every full compaction takes the shared walk when
-/// threads > 1. parts: always (compactor::FullPlanner in parts, the reference) or automatic.
+/// stay packed); compacted with a byte budget, then fully, then again after more frees, then once
+/// more with nothing left to move; every byte checked after each. Nothing is pinned: with threads
+/// > 1 the compaction with a budget shares the walk and plan first (plan_slide), and so do the
+/// others with parts `never`; with parts `automatic` or `always` the team writes their plans
+/// while the device runs them (write_slide). One thread: compactor::FullPlanner in parts (always,
+/// the reference) or the walk and plan first (automatic, never).
 Outcome compact_unpinned(unsigned threads, CompactionParts parts, std::uint64_t seed) {
   Pool pool({.capacity_bytes = 16_MiB, .max_capacity_bytes = 48_MiB, .compaction_parts = parts,
              .compaction_threads = threads},
@@ -211,7 +215,7 @@ Outcome compact_unpinned(unsigned threads, CompactionParts parts, std::uint64_t 
   const auto compact = [&](const CompactOptions& options) {
     const CompactionReport report = pool.compact(options);
     outcome.reports.emplace_back(report.blocks_moved, report.bytes_moved, report.largest_free_after);
-    outcome.most_plan_threads = std::max(outcome.most_plan_threads, report.plan_threads);
+    outcome.plan_threads.push_back(report.plan_threads);
     pool.check_invariants();
     for (std::size_t index = 0; index < handles.size(); ++index)
       if (handles[index] != Handle{}) REQUIRE(vramkit_test::holds_pattern(pool, handles[index], keys[index]));
@@ -223,6 +227,8 @@ Outcome compact_unpinned(unsigned threads, CompactionParts parts, std::uint64_t 
   free_some(30);
   compact({});
   CHECK(packed(pool));
+  compact({});
+  CHECK(std::get<0>(outcome.reports.back()) == 0);
   outcome.map = map_of(pool);
   return outcome;
 }
@@ -236,15 +242,35 @@ TEST_CASE("a walk and plan that threads share move what plan_full moves and keep
   INFO("seed " << seed);
   const Outcome reference = compact_unpinned(1, CompactionParts::always, seed);
   const Outcome alone = compact_unpinned(1, CompactionParts::automatic, seed);
-  const Outcome shared = compact_unpinned(4, CompactionParts::automatic, seed);
-  CHECK(reference.most_plan_threads == 1);
-  CHECK(alone.most_plan_threads == 1);
-  CHECK(shared.most_plan_threads == 4);
+  const Outcome shared = compact_unpinned(4, CompactionParts::never, seed);
+  CHECK(reference.plan_threads == std::vector<unsigned>{1, 1, 1, 1});
+  CHECK(alone.plan_threads == std::vector<unsigned>{1, 1, 1, 1});
+  // The threads share a segment's walk only from PoolOptions::parallel_update_min_blocks live blocks
+  // on, which the frees before the third compaction may leave no segment with.
+  const auto shared_or_alone = [](unsigned threads) {
+    return [threads](unsigned plan_threads) { return plan_threads == threads || plan_threads == 1; };
+  };
+  CHECK(std::vector<unsigned>(shared.plan_threads.begin(), shared.plan_threads.begin() + 2) ==
+        std::vector<unsigned>{4, 4});
+  CHECK(std::all_of(shared.plan_threads.begin(), shared.plan_threads.end(), shared_or_alone(4)));
   CHECK(alone.reports == reference.reports);
   CHECK(shared.reports == reference.reports);
   CHECK(std::get<0>(reference.reports[0]) < std::get<0>(reference.reports[1]));  // the budget stopped the first
   CHECK(alone.map == reference.map);
   CHECK(shared.map == reference.map);
+  // The team writes the plans without a budget: all its threads but the calling one walk.
+  for (const auto& [threads, parts] : {std::pair{2u, CompactionParts::automatic}, std::pair{4u, CompactionParts::always},
+                                       std::pair{8u, CompactionParts::automatic}}) {
+    INFO(threads << " threads");
+    const Outcome written = compact_unpinned(threads, parts, seed);
+    // With a budget, `always` keeps compactor::FullPlanner (one thread) and `automatic` plan_slide.
+    const unsigned budgeted = parts == CompactionParts::always ? 1 : threads;
+    CHECK(std::vector<unsigned>(written.plan_threads.begin(), written.plan_threads.begin() + 2) ==
+          std::vector<unsigned>{budgeted, threads - 1});
+    CHECK(std::all_of(written.plan_threads.begin() + 1, written.plan_threads.end(), shared_or_alone(threads - 1)));
+    CHECK(written.reports == reference.reports);
+    CHECK(written.map == reference.map);
+  }
 }
 
 TEST_CASE("a shared walk's compaction that a device fault stops part way keeps every byte", "[parallel][compaction][faults][threads]") {
@@ -260,7 +286,11 @@ TEST_CASE("a shared walk's compaction that a device fault stops part way keeps e
     std::vector<Map> maps;
     for (unsigned threads : {1u, 4u}) {
       auto device = std::make_shared<HostDevice>(HostDeviceOptions{.faults = {.move_at = move_at}, .shuffle_seed = seed | 1});
-      Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = threads}, device);
+      Pool pool({.capacity_bytes = 32_MiB,
+                 .compaction_parts = CompactionParts::never,
+                 .free_cache_bytes = 0,
+                 .compaction_threads = threads},
+                device);
       std::mt19937_64 rng(seed);
       std::vector<Handle> all, kept;
       for (std::uint64_t i = 0; i < 50000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));

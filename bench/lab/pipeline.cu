@@ -64,7 +64,7 @@ void run(const char* name, std::size_t count, double low, double high, unsigned 
     DeviceChunk* chunks = dchunks + first * 16;  // a block makes at most 16 chunks: parts stay apart
     unsigned* f = flags + first * 16;
     CHECK(cudaMemcpyAsync(dmoves + first, out, n * sizeof(SlideMove), cudaMemcpyHostToDevice, q));
-    CHECK(cuda_detail::launch_derive_slide_chunks(dmoves + first, n, total, limit, chunks, f, q));
+    CHECK(cuda_detail::launch_derive_slide_chunks(dmoves + first, n, 0, total, limit, chunks, f, q));
     if (two_streams) { cudaEvent_t ev; CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)); CHECK(cudaEventRecord(ev, q)); CHECK(cudaStreamWaitEvent(s, ev, 0)); }
     CHECK(cuda_detail::launch_move_chunks(cuda_detail::MoveKernel::block, chunks, 0, total, f + total, f, grid, s));
     return total;
@@ -74,7 +74,7 @@ void run(const char* name, std::size_t count, double low, double high, unsigned 
   std::size_t n = 0; std::uint64_t total = 0, bytes = 0;
   compactor::detail::make_slide_moves(moves, bases, limit, staged, n, total, bytes);
   CHECK(cudaMemcpy(dmoves, staged, n * sizeof(SlideMove), cudaMemcpyHostToDevice));
-  CHECK(cuda_detail::launch_derive_slide_chunks(dmoves, n, total, limit, dchunks, flags, s));
+  CHECK(cuda_detail::launch_derive_slide_chunks(dmoves, n, 0, total, limit, dchunks, flags, s));
   const double kernel_ms = time_ms(s, [&] { CHECK(cudaMemsetAsync(flags, 0, (total + 1) * 4, s)); CHECK(cuda_detail::launch_move_chunks(cuda_detail::MoveKernel::block, dchunks, 0, total, flags + total, flags, grid, s)); });
   const double one_ms = time_ms(s, [&] { queue_part(0, moves.size(), 0, s, false); });
   const std::size_t b1 = moves.size() / 27, b2 = 3 * b1, b3 = 9 * b1;

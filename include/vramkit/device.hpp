@@ -19,6 +19,9 @@
 struct CUstream_st;
 
 namespace vramkit {
+namespace compactor::detail {
+struct SlideMove;  // compactor/slide_math.hpp (internal): a slide's move as the CUDA device uploads it
+}
 
 /// A CUDA stream (the same type as cudaStream_t). nullptr is the default stream.
 using Stream = CUstream_st*;
@@ -137,6 +140,35 @@ class Device {
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,
                                                  const std::function<void()>& meanwhile);
+  /// Host memory from which the device uploads a slide's moves as it runs them, for a caller that
+  /// writes them there itself as compactor::detail::SlideMove records (first_chunk counting chunks
+  /// of chunk_bytes over the whole plan; the pool's write_slide), sparing the device a pass over
+  /// the moves; null when the device stages moves its own way (the default). The room holds
+  /// `moves` records and stays the caller's until the next execution of moves ends.
+  struct SlideRoom {
+    compactor::detail::SlideMove* moves = nullptr;
+    std::uint32_t chunk_bytes = 0;
+  };
+  virtual SlideRoom slide_room(std::size_t moves);
+  /// How much of a plan that other threads write into `room` is written: blocks until more moves
+  /// are than at the last return (or the plan is whole), returns how many are (a prefix of room),
+  /// and sets `final` once that is the whole plan. Must not throw.
+  using MovesWritten = std::function<std::size_t(bool& final)>;
+  /// execute_moves_in_parts for a plan that the caller's threads write into `room` in address
+  /// order while the device runs the prefix written before (the pool's shared walk of a slide):
+  /// each prefix that `written` reports is queued as a part, behind the parts before it. The same
+  /// rules hold: every prefix must be executable alone; a part that cannot run once earlier parts
+  /// have ends the execution with a result (written is still called until final); the result
+  /// indexes the whole plan. `threads` (may be null) are lent as execute_moves's are, but only
+  /// once `written` has set final: until then they write the plan. `staged`: the moves written are
+  /// also written into the slide_room() taken for this execution, and form a slide (the caller
+  /// vouches for it: nothing checks). The default waits for the whole plan, then calls
+  /// execute_moves; the host and CUDA devices run each part as it comes.
+  virtual ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                                   gsl::span<const std::uint64_t> segment_bases,
+                                                   compactor::ChunkPlan& scratch, const MovesWritten& written,
+                                                   const std::function<void()>& meanwhile, const HostThreads* threads,
+                                                   bool staged);
 
   // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
   // (host, virtual): there is never work left to wait for. The CUDA device records events.

@@ -17,8 +17,9 @@ struct HostFaults {
   std::uint64_t obtain_at = 0;
   std::uint64_t copy_at = 0;  ///< Host-device copies and fills.
   std::uint64_t move_at = 0;  ///< Counts moves of chunk plans: the k-th move to start fails before it writes.
-  /// Counts the non-empty parts of execute_moves_in_parts: the k-th throws device_error before it
-  /// runs, as a part the CUDA device cannot queue (its scratch cannot grow) after earlier parts ran.
+  /// Counts the non-empty parts of execute_moves_in_parts and execute_moves_as_written: the k-th
+  /// throws device_error before it runs, as a part the CUDA device cannot queue (its scratch
+  /// cannot grow) after earlier parts ran.
   std::uint64_t part_at = 0;
 };
 
@@ -57,6 +58,11 @@ class HostDevice final : public Device {
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override;
+  /// The same, each written prefix run as a part (faults.part_at counts these parts too).
+  ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                           gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                           const MovesWritten& written, const std::function<void()>& meanwhile,
+                                           const HostThreads* threads, bool staged) override;
   DeviceMemoryInfo memory_info() override;
   bool host_addressable() const noexcept override { return true; }
 
@@ -67,6 +73,10 @@ class HostDevice final : public Device {
  private:
   void count_copy();
   ExecutionResult execute_shuffled(const compactor::ChunkPlan& plan);
+  /// The plan so far, given by next(more) until it clears `more`; room: the most moves it reaches.
+  using NextPart = std::function<gsl::span<const compactor::Move>(bool& more)>;
+  ExecutionResult run_parts(std::size_t room, gsl::span<const std::uint64_t> segment_bases,
+                            compactor::ChunkPlan& scratch, const NextPart& next, const std::function<void()>& meanwhile);
 
   mutable std::mutex mutex_;
   HostDeviceOptions options_;

@@ -185,17 +185,20 @@ class Pool {
   using Layout = std::vector<LiveBlocks>;
   void compact_full(std::uint64_t max_bytes_moved, CompactionReport& report);
   void plan_slide(std::size_t segment, std::uint64_t& budget, CompactionReport& report);
+  bool writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks) const;
+  void write_slide(CompactionReport& report);
   /// Starts the compaction team (compaction_threads) for a segment of `blocks` live blocks, unless
   /// there is one, it is not worth it, or threads cannot be had. Returns whether a team is there.
   bool start_team(std::size_t blocks);
   /// Executes a whole plan, or one that plan_more makes in parts into `moves` while the device
-  /// runs the parts before, and applies the completed moves (run_moves).
+  /// runs the parts before, and applies the completed moves (run_moves, which also runs a plan
+  /// that the team writes into `whole` while the device runs what is written: write_slide).
   void apply_moves(gsl::span<const compactor::Move> moves, const Layout& layout, CompactionReport& report);
   void apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
                    CompactionReport& report);
   void run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
-                 const Device::PlanMore* plan_more, bool in_segments, const Layout& layout,
-                 CompactionReport& report);
+                 const Device::PlanMore* plan_more, const Device::MovesWritten* written, bool in_segments,
+                 const Layout& layout, CompactionReport& report);
   void update_heaps(gsl::span<const compactor::Move> moves, const ExecutionResult& result, const Layout& layout,
                     CompactionReport& report);
   void reset_moved_slots(gsl::span<const compactor::Move> moves);
@@ -207,7 +210,7 @@ class Pool {
   void run_parts(unsigned parts, Task&& task);
   bool merge_placements(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report);
-  void rebuild_heap(std::size_t segment, CompactionReport& report);
+  void rebuild_heap(std::size_t segment, std::size_t slots_from, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;

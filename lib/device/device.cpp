@@ -50,6 +50,18 @@ ExecutionResult Device::execute_moves_in_parts(std::vector<compactor::Move>& mov
   return execute_moves(moves, segment_bases, scratch, meanwhile, nullptr);
 }
 
+Device::SlideRoom Device::slide_room(std::size_t) { return {}; }
+
+ExecutionResult Device::execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                                 gsl::span<const std::uint64_t> segment_bases,
+                                                 compactor::ChunkPlan& scratch, const MovesWritten& written,
+                                                 const std::function<void()>& meanwhile, const HostThreads* threads,
+                                                 bool) {
+  std::size_t count = 0;
+  for (bool final = false; !final;) count = written(final);
+  return execute_moves(room.first(count), segment_bases, scratch, meanwhile, threads);
+}
+
 std::shared_ptr<Device> make_device(DeviceChoice choice) {
   switch (choice) {
     case DeviceChoice::cuda: return make_cuda_device();

@@ -119,18 +119,47 @@ ExecutionResult HostDevice::execute(const compactor::ChunkPlan& plan, std::size_
 }
 
 // Reports a failed part without allocating (host memory may be what ran out): the room for the
-// result is taken before the first part runs, for as many moves as `moves` has room for (the
+// result is taken before the first part runs, for as many moves as the plan has room for (the
 // pool's planner never needs more).
 ExecutionResult HostDevice::execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                                    gsl::span<const std::uint64_t> segment_bases,
                                                    compactor::ChunkPlan& scratch, const PlanMore& plan_more,
                                                    const std::function<void()>& meanwhile) {
+  return run_parts(
+      moves.capacity(), segment_bases, scratch,
+      [&](bool& more) {
+        more = plan_more(moves);
+        return gsl::span<const compactor::Move>(moves);
+      },
+      meanwhile);
+}
+
+ExecutionResult HostDevice::execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                                     gsl::span<const std::uint64_t> segment_bases,
+                                                     compactor::ChunkPlan& scratch, const MovesWritten& written,
+                                                     const std::function<void()>& meanwhile, const HostThreads*,
+                                                     bool) {
+  return run_parts(
+      room.size(), segment_bases, scratch,
+      [&](bool& more) {
+        bool final = false;
+        const std::size_t count = written(final);
+        more = !final;
+        return room.first(count);
+      },
+      meanwhile);
+}
+
+ExecutionResult HostDevice::run_parts(std::size_t room, gsl::span<const std::uint64_t> segment_bases,
+                                      compactor::ChunkPlan& scratch, const NextPart& next,
+                                      const std::function<void()>& meanwhile) {
   ExecutionResult result;
-  result.reserve_failure(moves.capacity());
+  result.reserve_failure(room);
   std::size_t planned = 0;  // moves of the parts seen so far
+  gsl::span<const compactor::Move> moves;
   for (bool more = true; more;) {
-    more = plan_more(moves);
-    const auto part = gsl::span<const compactor::Move>(moves).subspan(planned);
+    moves = next(more);
+    const auto part = moves.subspan(planned);
     if (!part.empty() && result.complete) {
       try {  // nothing of the part has run when this throws: the parts before it have
         {

@@ -15,6 +15,14 @@
 #include <vramkit/pool.hpp>
 
 namespace vramkit {
+namespace pool_detail {
+
+/// Where a piece of a shared walk stands (Pool::write_slide): being walked; its end published
+/// (CompactionScratch::WalkPiece's first_index, cursor, stay and moves); also written into the
+/// layout, the moves and the places; or failed (host memory ran out for it or a piece before it).
+enum WalkState : unsigned { walking = 0, published = 1, placed = 2, failed = 3 };
+
+}  // namespace pool_detail
 
 struct Pool::CompactionScratch {
   Layout layout;                                       ///< Live blocks of each segment, in address order.
@@ -28,21 +36,46 @@ struct Pool::CompactionScratch {
   std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
   std::vector<BlockId> ids;                            ///< A rebuilt heap's new block ids.
   std::vector<std::size_t> arrivals;                   ///< Moves into each segment from another.
-  /// A walk shared by threads (Pool::plan_slide): where its pieces start, and what each found.
+  /// A walk shared by threads (Pool::plan_slide, Pool::write_slide): where its pieces start, and
+  /// what each found.
   std::vector<BlockId> walk_starts;
-  struct WalkPiece {
+  /// The mean number of blocks a piece of a walk covers, and the most pieces a thread: pieces much
+  /// smaller cost more in claims than they even out; fewer leave a thread waiting on a long one.
+  static constexpr std::size_t blocks_per_piece = 1024;
+  static constexpr std::size_t pieces_per_thread = 16;
+  /// On cache lines of its own: threads on different cores walk neighbouring pieces at once. What
+  /// the walk writes at every block (the list's end) and what other threads wait on (the state, in
+  /// write_slide) lie on different lines: a thread polling a line that another writes at every
+  /// block slows that walk to a coherence miss a block.
+  struct alignas(64) WalkPiece {
     std::vector<compactor::LiveBlock> blocks;  ///< Its live blocks, in address order.
     std::uint64_t bytes = 0;                   ///< Theirs in all.
     std::size_t live_before_free = 0;          ///< Its live blocks before its first free one; SIZE_MAX: none.
     unsigned walker = 0;                       ///< The team member that walked it.
+    // write_slide only: the piece's place in the whole walk.
+    std::uint32_t segment = 0;
+    BlockId start = no_block, end = no_block;  ///< Its blocks: from start up to end (not included).
+    /// A pool_detail::WalkState, through std::atomic_ref; the fields after it are published with it.
+    alignas(64) unsigned state = 0;
     std::size_t first_index = 0;               ///< Of its first block among the segment's.
     std::uint64_t cursor = 0;                  ///< Where its first block slides to.
+    // write_slide only: how far the plan reaches after it.
+    std::size_t stay = 0;        ///< The segment's blocks that stay, if its first free block is known; else SIZE_MAX.
+    std::size_t moves_base = 0;  ///< Index in the plan of the segment's first move.
+    std::size_t moves_end = 0;   ///< Of the plan's moves, those of the pieces up to this one.
+    std::uint64_t chunks_end = 0;  ///< The chunks of those moves, when they are staged (Device::slide_room).
   };
   std::vector<WalkPiece> pieces;
   /// Whether plan_slide wrote `placements` for the plan's completion (no budget cut it short), and
   /// what each segment's moves move: update_heaps then takes them instead of merging the layout
   /// with the moves. Cleared by the update that takes them.
   bool placed_ahead = false;
+  /// Whether write_slide also wrote the slots of the blocks that move (place and block id, as the
+  /// rebuild will number them): the update then writes only those of the blocks that stay. Taken
+  /// with placed_ahead; a fallback to the merge writes every slot again.
+  bool slots_ahead = false;
+  /// Whether write_slide also wrote its moves into the device's slide room (Device::slide_room).
+  bool slide_staged = false;
   struct Moved {
     std::uint64_t blocks = 0, bytes = 0;
   };

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #ifdef __linux__
 #include <sched.h>
@@ -126,7 +128,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.moves.clear();
-  scratch.placed_ahead = false;
+  scratch.placed_ahead = scratch.slots_ahead = scratch.slide_staged = false;
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
     if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);
@@ -176,12 +178,15 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   const bool in_parts = options_.compaction_parts == CompactionParts::always ||
                         (options_.compaction_parts == CompactionParts::automatic && live_blocks != 0 &&
                          used_ / live_blocks >= parts_min_mean_bytes);
-  if (!in_parts && pinned_ == 0 && over_aligned_ == 0) {
-    // Every block may move at the granularity: the walk and plan of a large segment are shared by
-    // the team (plan_slide). The moves are plan_full's, segment after segment.
+  std::size_t largest = 0;
+  for (const auto& each : segments_) largest = std::max<std::size_t>(largest, each->heap.allocated_blocks());
+  // Every block may move at the granularity: the team writes the plan while the device runs it
+  // (write_slide), or shares the walk and plan of a large segment before (plan_slide). The moves
+  // are plan_full's, segment after segment.
+  if (pinned_ == 0 && over_aligned_ == 0 &&
+      (!in_parts || (budget == UINT64_MAX && options_.compaction_parts != CompactionParts::never &&
+                     start_team(largest) && writes_slide(budget, largest)))) {
     const auto start = std::chrono::steady_clock::now();
-    std::size_t largest = 0;
-    for (const auto& each : segments_) largest = std::max<std::size_t>(largest, each->heap.allocated_blocks());
     start_team(largest);
     scratch.slide_moves.clear();
     scratch.slide_moves.reserve(live_blocks);
@@ -192,10 +197,15 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
       scratch.placements[index].reserve(segments_[index]->heap.allocated_blocks());
     }
     scratch.placed_ahead = budget == UINT64_MAX;
+    if (writes_slide(budget, largest)) {
+      reserve_update({});  // before the team walks the heaps
+      write_slide(report);
+      return;
+    }
     for (std::size_t index = 0; index < segments_.size(); ++index) plan_slide(index, budget, report);
     report.plan_seconds += std::chrono::steady_clock::now() - start;
     // Even with nothing to move: the device then waits for the uses of released pins, which ends them.
-    run_moves(scratch.slide_moves, nullptr, nullptr, true, layout, report);
+    run_moves(scratch.slide_moves, nullptr, nullptr, nullptr, true, layout, report);
     return;
   }
   const std::size_t first_part = std::max<std::size_t>(32, live_blocks / 27);
@@ -250,28 +260,35 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
 // move names: the completed moves are applied, the rest undone. The update's host memory is taken
 // before anything moves (reserve_update), so it can fail only on a broken invariant.
 void Pool::apply_moves(gsl::span<const compactor::Move> moves, const Layout& layout, CompactionReport& report) {
-  if (!moves.empty()) run_moves(moves, nullptr, nullptr, false, layout, report);
+  if (!moves.empty()) run_moves(moves, nullptr, nullptr, nullptr, false, layout, report);
 }
 
 void Pool::apply_moves(std::vector<compactor::Move>& moves, const Device::PlanMore& plan_more, const Layout& layout,
                        CompactionReport& report) {
-  run_moves({}, &moves, &plan_more, true, layout, report);
+  run_moves({}, &moves, &plan_more, nullptr, true, layout, report);
 }
 
 // `whole`, or the moves that plan_more appends to `growing` while the device runs them.
 // `in_segments`: no move leaves its segment (a full compaction's), which spares reserve_update a
 // pass over the moves.
 void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compactor::Move>* growing,
-                     const Device::PlanMore* plan_more, bool in_segments, const Layout& layout,
-                     CompactionReport& report) {
-  const auto all = [&] { return growing != nullptr ? gsl::span<const compactor::Move>(*growing) : whole; };
+                     const Device::PlanMore* plan_more, const Device::MovesWritten* written, bool in_segments,
+                     const Layout& layout, CompactionReport& report) {
+  std::size_t written_moves = whole.size();  // of `whole`, when the team writes it (`written`)
+  const auto all = [&] {
+    return growing != nullptr ? gsl::span<const compactor::Move>(*growing) : whole.first(written_moves);
+  };
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.segment_bases.clear();
   for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
-  reserve_update(in_segments ? gsl::span<const compactor::Move>{} : all());
+  // A plan that the team writes took its room before the team started (write_slide): a heap's
+  // room for its rebuild may move its nodes, which the team walks.
+  if (written == nullptr) reserve_update(in_segments ? gsl::span<const compactor::Move>{} : all());
   for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
 
-  bool updated_ahead = false, update_started = false;
+  // Slots written with the plan (write_slide) count as an update started.
+  bool updated_ahead = false, update_started = written != nullptr && scratch.slots_ahead;
+  bool written_final = false;
   CompactionReport ahead;  // counts of the update made ahead of the result
   std::chrono::duration<double> update_time{0};
   const auto update_ahead = [&]() noexcept {
@@ -291,12 +308,27 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
   ExecutionResult result;
   try {
     // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
-    result = plan_more != nullptr ? device_->execute_moves_in_parts(*growing, scratch.segment_bases, scratch.chunks,
-                                                                    *plan_more, update_ahead)
-                                  : device_->execute_moves(whole, scratch.segment_bases, scratch.chunks, update_ahead,
-                                                           team_ ? &lent_threads : nullptr);
+    if (plan_more != nullptr) {
+      result = device_->execute_moves_in_parts(*growing, scratch.segment_bases, scratch.chunks, *plan_more,
+                                               update_ahead);
+    } else if (written != nullptr) {
+      const Device::MovesWritten counted = [&](bool& final) noexcept {
+        written_moves = (*written)(final);
+        written_final = final;
+        return written_moves;
+      };
+      result = device_->execute_moves_as_written(whole, scratch.segment_bases, scratch.chunks, counted, update_ahead,
+                                                 &lent_threads, scratch.slide_staged);
+    } else {
+      result = device_->execute_moves(whole, scratch.segment_bases, scratch.chunks, update_ahead,
+                                      team_ ? &lent_threads : nullptr);
+    }
   } catch (...) {
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
+    // A plan still being written is let finish first: all() is then every move whose slot it wrote.
+    if (written != nullptr && !written_final) {
+      for (bool final = false; !final;) written_moves = (*written)(final);
+    }
     if (update_started) {
       reset_moved_slots(all());
       ExecutionResult none_completed;  // no entries: allocates nothing
@@ -492,8 +524,10 @@ bool Pool::merge_placements(gsl::span<const compactor::Move> moves, const Execut
 
 // Rebuilds a touched segment's heap from its placements (sorted first if a block moved into a gap
 // before a fixed one), then writes each of its slots once: place and block id. Both split into the
-// same parts, so that each thread writes the slots of the blocks whose ids it made.
-void Pool::rebuild_heap(std::size_t segment, CompactionReport& report) {
+// same parts, so that each thread writes the slots of the blocks whose ids it made. The slots of
+// placements [slots_from, end) were written ahead (write_slide), each with its index as the block
+// id, which a rebuild without gaps gives: checked at both ends (ids ascend), else std::logic_error.
+void Pool::rebuild_heap(std::size_t segment, std::size_t slots_from, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   auto& list = scratch.placements[segment];
   auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
@@ -506,8 +540,10 @@ void Pool::rebuild_heap(std::size_t segment, CompactionReport& report) {
     heap.rebuild(list, ids);
   else
     heap.rebuild_in_parts(list, ids, parts, [&](auto&& task) { run_parts(parts, task); });
+  if (slots_from < list.size() && (ids[slots_from] != slots_from || ids.back() != list.size() - 1))
+    throw std::logic_error("heap rebuild: the blocks whose slots were written ahead got other ids");
   run_parts(parts, [&](unsigned part) noexcept {
-    const std::size_t end = list.size() * (part + 1) / parts;
+    const std::size_t end = std::min(slots_from, list.size() * (part + 1) / parts);
     for (std::size_t index = list.size() * part / parts; index < end; ++index) {
       Slot& entry = (*table_)[list[index].tag];
       entry.segment = static_cast<std::uint32_t>(segment);
@@ -547,6 +583,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
   };
   if (scratch.placed_ahead && result.complete) {  // plan_slide placed every block as the moves leave it
     scratch.placed_ahead = false;
+    const bool slots_ahead = std::exchange(scratch.slots_ahead, false);
     touched.assign(segments_.size(), 0);
     for (std::size_t index = 0; index < segments_.size(); ++index) {
       if (scratch.moved[index].blocks == 0) continue;
@@ -555,11 +592,12 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
       report.bytes_moved += scratch.moved[index].bytes;
     }
     for (std::size_t index = 0; index < segments_.size(); ++index) {
-      if (touched[index]) rebuild_heap(index, report);
+      const std::size_t blocks = scratch.placements[index].size();
+      if (touched[index]) rebuild_heap(index, slots_ahead ? blocks - scratch.moved[index].blocks : blocks, report);
     }
     return;
   }
-  scratch.placed_ahead = false;
+  scratch.placed_ahead = scratch.slots_ahead = false;
   clear();
   if (!merge_placements(moves, result, layout, report)) {
     clear();
@@ -590,7 +628,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     }
   }
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (touched[index]) rebuild_heap(index, report);
+    if (touched[index]) rebuild_heap(index, placements[index].size(), report);
   }
 }
 

@@ -12,6 +12,7 @@
 // moves of the pieces it walked, whose lists its core's cache still holds. On 100,000 blocks one
 // thread takes about 1 ms for the walk and plan with cold caches (docs/benchmarks.md, run 49).
 #include "pool/pool_segment.hpp"
+#include "pool/slide_place.hpp"
 #include "pool/worker_team.hpp"
 
 #include <algorithm>
@@ -22,15 +23,6 @@
 #include <gsl/assert>
 
 namespace vramkit {
-namespace {
-
-/// The mean number of blocks a piece of a walk covers, and the most pieces a thread: pieces much
-/// smaller cost more in claims than they even out; fewer leave a thread waiting on a long one.
-constexpr std::size_t blocks_per_piece = 1024;
-constexpr std::size_t pieces_per_thread = 16;
-
-}  // namespace
-
 // Appends the segment's moves to the scratch's and fills its layout, whose room clear_layout took
 // (as compact_full reserved the moves'); takes what it moves from `budget`, stopping as plan_full
 // does. Throws std::bad_alloc, having moved nothing, if host memory for the pieces runs out.
@@ -47,24 +39,11 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
   auto& placed = scratch.placements[segment];
   Expects(placed.empty() && placed.capacity() >= live);
   placed.resize(live);  // writes nothing
-  // The moves of blocks [first, first + count), the first sliding to `to`, written from `from`
-  // into the layout (unless they are there), the moves and the places: blocks before `stay` keep
-  // theirs (where `to` is their offset).
+  // The blocks [first, first + count), the first sliding to `to`, from `from`: layout, moves and places.
   const auto place = [&](const compactor::LiveBlock* from, std::size_t first, std::size_t count, std::uint64_t to,
                          std::size_t stay) noexcept {
-    for (std::size_t at = first; at < first + count; ++at, ++from) {
-      const compactor::LiveBlock& block = *from;
-      if (&blocks[at] != from) blocks[at] = block;
-      if (at >= stay)
-        moves[base + at - stay] = {.tag = block.tag,
-                                   .from_segment = segment_id,
-                                   .from_offset = block.offset,
-                                   .to_segment = segment_id,
-                                   .to_offset = to,
-                                   .bytes = block.bytes};
-      placed[at] = {to, block.bytes, block.tag};
-      to += block.bytes;
-    }
+    pool_detail::place_slide(from, count, first, to, stay, segment_id, blocks.data(), moves.data() + base,
+                             placed.data());
   };
   std::size_t stay = 0;
 
@@ -77,7 +56,8 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
     moves.resize(base + live - stay);  // within its room, and writes nothing
     place(blocks.data(), 0, live, 0, stay);
   } else {
-    const std::size_t wanted = std::clamp<std::size_t>(live / blocks_per_piece, threads, threads * pieces_per_thread);
+    const std::size_t wanted = std::clamp<std::size_t>(live / CompactionScratch::blocks_per_piece, threads,
+                                                       threads * CompactionScratch::pieces_per_thread);
     heap.walk_starts(wanted, scratch.walk_starts);
     const std::size_t count = scratch.walk_starts.size();
     if (scratch.pieces.size() < count) scratch.pieces.resize(count);
@@ -91,24 +71,26 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
       for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) {
         CompactionScratch::WalkPiece& piece = scratch.pieces[index];
         piece.blocks.clear();
-        piece.bytes = 0;
-        piece.live_before_free = SIZE_MAX;
         piece.walker = thread;
         const BlockId end = index + 1 < count ? scratch.walk_starts[index + 1] : no_block;
+        std::uint64_t bytes = 0;
+        std::size_t live_before_free = SIZE_MAX;
         try {
           for (BlockId id = scratch.walk_starts[index]; id != end; id = heap.next(id)) {
             const HeapBlock block = heap.block(id);
             if (block.free) {
-              piece.live_before_free = std::min(piece.live_before_free, piece.blocks.size());
+              live_before_free = std::min(live_before_free, piece.blocks.size());
               continue;
             }
             piece.blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
-            piece.bytes += block.bytes;
+            bytes += block.bytes;
           }
         } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
           out_of_memory.store(true, std::memory_order_relaxed);
           return;
         }
+        piece.bytes = bytes;
+        piece.live_before_free = live_before_free;
       }
     });
     if (out_of_memory.load()) {

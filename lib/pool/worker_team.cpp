@@ -51,22 +51,25 @@ bool spin_until(bool spin, Ready&& ready) noexcept {
 
 }  // namespace
 
-void WorkerTeam::run_erased(void* context, Call call) noexcept {
-  if (!threads_.empty()) {
-    context_ = context;
-    call_ = call;
-    running_.store(static_cast<unsigned>(threads_.size()), std::memory_order_relaxed);
-    bool wake = false;
-    {
-      // Under the lock: a thread going to sleep either sees the new generation or is counted.
-      std::lock_guard lock(mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
-      wake = sleepers_ != 0;
-    }
-    if (wake) wake_.notify_all();
-  }
-  call(context, 0);
+void WorkerTeam::start_erased(void* context, Call call) noexcept {
   if (threads_.empty()) return;
+  context_ = context;
+  call_ = call;
+  running_.store(static_cast<unsigned>(threads_.size()), std::memory_order_relaxed);
+  started_ = true;
+  bool wake = false;
+  {
+    // Under the lock: a thread going to sleep either sees the new generation or is counted.
+    std::lock_guard lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+    wake = sleepers_ != 0;
+  }
+  if (wake) wake_.notify_all();
+}
+
+void WorkerTeam::join() noexcept {
+  if (!started_) return;
+  started_ = false;
   if (spin_until(spin_, [this] { return running_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock lock(mutex_);
   done_.wait(lock, [this] { return running_.load(std::memory_order_acquire) == 0; });

@@ -36,14 +36,26 @@ class WorkerTeam {
   /// task must not throw. Allocates nothing.
   template <class Task>
   void run(Task&& task) noexcept {
-    using Callable = std::remove_reference_t<Task>;
-    run_erased(const_cast<void*>(static_cast<const void*>(&task)),
-               [](void* context, unsigned part) noexcept { (*static_cast<Callable*>(context))(part); });
+    start(task);
+    task(0u);
+    join();
   }
+
+  /// task(k) for every 0 < k < size() on the team's threads, returning at once: the calling thread
+  /// goes on with other work (a compaction queues moves while the team plans them). join() waits
+  /// for those calls; the task must outlive it. No other run may start before join().
+  template <class Task>
+  void start(Task& task) noexcept {
+    using Callable = std::remove_reference_t<Task>;
+    start_erased(const_cast<void*>(static_cast<const void*>(&task)),
+                 [](void* context, unsigned part) noexcept { (*static_cast<Callable*>(context))(part); });
+  }
+  /// Waits for the calls that start() began; at once if there are none (or join() waited already).
+  void join() noexcept;
 
  private:
   using Call = void (*)(void* context, unsigned part) noexcept;
-  void run_erased(void* context, Call call) noexcept;
+  void start_erased(void* context, Call call) noexcept;
   void work(unsigned part) noexcept;
   void stop() noexcept;
 
@@ -57,6 +69,7 @@ class WorkerTeam {
   std::atomic<bool> stop_{false};
   unsigned sleepers_ = 0;  ///< Threads waiting on wake_ (under mutex_).
   bool spin_ = true;       ///< At most as many members as the hardware has threads.
+  bool started_ = false;   ///< start() began calls that join() has not waited for (the caller's only).
   std::vector<std::thread> threads_;
 };
 

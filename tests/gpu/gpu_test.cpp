@@ -98,23 +98,28 @@ TEST_CASE("large overlapping slides on the GPU keep memmove semantics", "[gpu][c
 
 TEST_CASE("a compaction whose walk, plan and staging four threads share keeps every byte on the GPU",
           "[gpu][compaction][threads]") {
-  // 24,000 kept blocks: above PoolOptions::parallel_update_min_blocks, so the team walks and plans
-  // (Pool::plan_slide), and the CUDA device stages the 24,000 moves in parts with it.
+  // 24,000 kept blocks: above PoolOptions::parallel_update_min_blocks. Planned first, the team
+  // walks and plans (Pool::plan_slide) and the CUDA device stages the 24,000 moves in parts with
+  // it; by default the team's three other threads write the plan while the GPU runs each prefix
+  // written (Pool::write_slide, Device::execute_moves_as_written).
   const std::uint64_t seed = std::random_device{}();
   std::printf("shared walk on the GPU: seed %llu\n", static_cast<unsigned long long>(seed));
   INFO("seed " << seed);
-  std::mt19937_64 rng(seed);
-  Pool pool({.capacity_bytes = 64_MiB, .compaction_threads = 4}, make_cuda_device());
-  std::vector<Handle> gaps, kept;
-  for (int i = 0; i < 36000; ++i) (i % 3 == 0 ? gaps : kept).push_back(pool.allocate(256 * (1 + rng() % 4)));
-  for (std::size_t i = 0; i < kept.size(); ++i) vramkit_test::write_pattern(pool, kept[i], i);
-  for (Handle gap : gaps) pool.free(gap);
-  const CompactionReport report = pool.compact();
-  CHECK(report.plan_threads == 4);
-  CHECK(report.update_threads == 4);
-  CHECK(report.blocks_moved == kept.size());  // the first block was a gap: every kept one slides
-  CHECK(report.fragmentation_after == 0.0);
-  for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], i));
+  for (const CompactionParts parts : {CompactionParts::never, CompactionParts::automatic}) {
+    INFO("parts " << (parts == CompactionParts::never ? "never" : "automatic"));
+    std::mt19937_64 rng(seed);
+    Pool pool({.capacity_bytes = 64_MiB, .compaction_parts = parts, .compaction_threads = 4}, make_cuda_device());
+    std::vector<Handle> gaps, kept;
+    for (int i = 0; i < 36000; ++i) (i % 3 == 0 ? gaps : kept).push_back(pool.allocate(256 * (1 + rng() % 4)));
+    for (std::size_t i = 0; i < kept.size(); ++i) vramkit_test::write_pattern(pool, kept[i], i);
+    for (Handle gap : gaps) pool.free(gap);
+    const CompactionReport report = pool.compact();
+    CHECK(report.plan_threads == (parts == CompactionParts::never ? 4u : 3u));
+    CHECK(report.update_threads == 4);
+    CHECK(report.blocks_moved == kept.size());  // the first block was a gap: every kept one slides
+    CHECK(report.fragmentation_after == 0.0);
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], i));
+  }
 }
 
 TEST_CASE("a buffer released on a stream is moved only after that stream's work, and later work sees the new place",
@@ -239,6 +244,46 @@ TEST_CASE("a move-kernel launch refused after earlier phases ran keeps their mov
     for (const auto& [handle, key] : kept) CHECK(vramkit_test::holds_pattern(pool, handle, key));
   }
   CHECK(launch >= 3);  // at least two phases: a launch refused after one ran was tried
+}
+
+TEST_CASE("a part of a slide the team writes whose launch is refused keeps the parts before, and every buffer intact",
+          "[gpu][compaction][faults][threads]") {
+  // 24,000 kept blocks, the plan written by the team while the GPU runs its prefixes (Pool::write_slide):
+  // VRAMKIT_CUDA_FAIL_MOVE_LAUNCH=k refuses the k-th part's move kernel. k = 1 moves nothing; a
+  // later k (if the compaction has that many parts, which depends on how fast the team writes)
+  // stops after the parts before it, whose moves the pool keeps. Then a compaction finishes.
+  for (std::uint64_t launch : {1u, 2u, 3u}) {
+    INFO("refused launch " << launch);
+    setenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH", std::to_string(launch).c_str(), 1);
+    std::shared_ptr<Device> device = make_cuda_device();
+    unsetenv("VRAMKIT_CUDA_FAIL_MOVE_LAUNCH");
+    Pool pool({.capacity_bytes = 64_MiB, .free_cache_bytes = 0, .compaction_threads = 4}, device);
+    std::mt19937_64 rng(launch);
+    std::vector<Handle> gaps, kept;
+    for (int i = 0; i < 36000; ++i) (i % 3 == 0 ? gaps : kept).push_back(pool.allocate(256 * (1 + rng() % 4)));
+    for (std::size_t i = 0; i < kept.size(); ++i) vramkit_test::write_pattern(pool, kept[i], i);
+    for (Handle gap : gaps) pool.free(gap);
+    std::string error;
+    try {
+      pool.compact();
+    } catch (const device_error& failure) {
+      error = failure.what();
+    }
+    INFO("error: " << error);
+    if (launch == 1) CHECK_THAT(error, Catch::Contains("cudaErrorLaunchOutOfResources"));
+    if (launch == 1) CHECK(pool.statistics().blocks_moved == 0);
+    if (launch > 1 && !error.empty()) {
+      CHECK_THAT(error, Catch::StartsWith("compaction stopped after"));
+      CHECK(pool.statistics().blocks_moved > 0);
+    }
+    CHECK_NOTHROW(pool.check_invariants());
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], i));
+    const CompactionReport report = pool.compact();
+    CHECK(report.plan_threads == 3);
+    CHECK(report.fragmentation_after == 0.0);
+    CHECK_NOTHROW(pool.check_invariants());
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], i));
+  }
 }
 
 int main(int argc, char** argv) {

@@ -111,6 +111,7 @@ class CudaDevice final : public Device {
     for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
     free_buffer(scratch_);
     free_buffer(staging_);
+    free_buffer(slide_room_);
     free_outgrown();
     cudaStreamDestroy(prep_stream_);
     cudaStreamDestroy(stream_);
@@ -210,46 +211,52 @@ class CudaDevice final : public Device {
   ExecutionResult execute_moves_in_parts(std::vector<compactor::Move>& moves,
                                          gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
-    std::lock_guard lock(mutex_);
-    std::size_t queued = 0;  // moves of the parts queued whole
-    // Room to report a failed part, taken before any part runs (the pool's planner stays within
-    // the capacity `moves` has now): the report must not need host memory, which may be what ran out.
-    ExecutionResult result;
-    result.reserve_failure(moves.capacity());
-    run_queued(
-        [&](Buffers& used) {
-          for (bool more = true; more;) {
-            more = plan_more(moves);
-            const auto part = gsl::span<const compactor::Move>(moves).subspan(queued);
-            if (part.empty()) continue;
-            used.phases_launched = 0;
-            try {
-              if (!queue_slide(part, segment_bases, used, nullptr)) {
-                while (more) more = plan_more(moves);
-                const auto rest = gsl::span<const compactor::Move>(moves).subspan(queued);
-                const MoveKernel kernel = kernel_for(rest);
-                compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
-                queue_plan(scratch, kernel, used);
-              }
-            } catch (const std::exception& error) {
-              // The parts before this one are queued and will run, as will this part's phases that
-              // were launched (a slide's one launch is its last step: it never fails after it). Unless
-              // nothing ran, say which moves complete instead of throwing, so that the pool keeps
-              // them. Plan the rest, unrun.
-              if (queued == 0 && used.phases_launched == 0) throw;
-              result.fail(error.what(), moves.size(), queued);
-              if (used.phases_launched != 0)
-                compactor::moves_completed_by_phases(
-                    scratch, used.phases_launched, gsl::span<std::uint8_t>(result.move_completed).subspan(queued));
-              while (more) more = plan_more(moves);
-              result.move_completed.resize(moves.size(), 0);
-              return;
-            }
-            queued = moves.size();
-          }
+    return queue_parts(
+        moves.capacity(), segment_bases, scratch,
+        [&](bool& more) {
+          more = plan_more(moves);
+          return gsl::span<const compactor::Move>(moves);
         },
-        meanwhile);
-    return result;
+        meanwhile, nullptr, nullptr);
+  }
+
+  // Pinned memory the caller writes a slide's SlideMove records into, in the chunks of the kernel
+  // that small moves take (a part whose moves turn out large is chunked again when queued). Grown
+  // (never shrunk) when too small; no execution is under way (each waits for its work).
+  SlideRoom slide_room(std::size_t moves) override {
+    std::lock_guard lock(mutex_);
+    const std::size_t bytes = std::max<std::size_t>(moves, 1) * sizeof(SlideMove);
+    if (slide_room_.bytes < bytes) {
+      free_buffer(slide_room_);
+      check(cudaSetDevice(ordinal_), "cudaSetDevice");
+      void* data = nullptr;
+      check(cudaMallocHost(&data, bytes + bytes / 4), "cudaMallocHost (compaction staging)");
+      slide_room_.data = data;
+      slide_room_.bytes = bytes + bytes / 4;
+    }
+    return {static_cast<SlideMove*>(slide_room_.data),
+            cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp))};
+  }
+
+  // The same, for moves that the caller's threads write while the GPU moves those written before.
+  // The last part, written when those threads are free, is staged with them, unless the caller
+  // staged every part in the slide room.
+  ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                           gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                           const MovesWritten& written, const std::function<void()>& meanwhile,
+                                           const HostThreads* threads, bool staged) override {
+    if (staged && slide_room_.bytes < room.size() * sizeof(SlideMove))
+      throw invalid_argument(detail::message("a plan of ", room.size(), " moves staged in a slide room of ",
+                                             slide_room_.bytes / sizeof(SlideMove), "; take one as large first"));
+    return queue_parts(
+        room.size(), segment_bases, scratch,
+        [&](bool& more) {
+          bool final = false;
+          const std::size_t count = written(final);
+          more = !final;
+          return room.first(count);
+        },
+        meanwhile, threads, staged ? static_cast<SlideMove*>(slide_room_.data) : nullptr);
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -422,6 +429,59 @@ class CudaDevice final : public Device {
     check(cudaStreamSynchronize(stream_), "move kernel");
   }
 
+  // The plan so far, given by next(more) until it clears `more` (at most `room` moves).
+  using NextPart = std::function<gsl::span<const compactor::Move>(bool& more)>;
+
+  // Queues each new part of the plan as next() gives it, then calls `meanwhile` and waits. Room to
+  // report a failed part is taken before any part runs: the report must not need host memory,
+  // which may be what ran out. `last_threads` stage the last part (next() has cleared `more`);
+  // `staged`: the caller wrote every move as a SlideMove there too (slide_room).
+  ExecutionResult queue_parts(std::size_t room, gsl::span<const std::uint64_t> segment_bases,
+                              compactor::ChunkPlan& scratch, const NextPart& next,
+                              const std::function<void()>& meanwhile, const HostThreads* last_threads,
+                              SlideMove* staged) {
+    std::lock_guard lock(mutex_);
+    std::size_t queued = 0;  // moves of the parts queued whole
+    ExecutionResult result;
+    result.reserve_failure(room);
+    run_queued(
+        [&](Buffers& used) {
+          for (bool more = true; more;) {
+            gsl::span<const compactor::Move> moves = next(more);
+            const auto part = moves.subspan(queued);
+            if (part.empty()) continue;
+            used.phases_launched = 0;
+            try {
+              if (staged != nullptr) {
+                queue_staged_slide(staged + queued, part.size(), used);
+              } else if (!queue_slide(part, segment_bases, used, more ? nullptr : last_threads)) {
+                while (more) moves = next(more);
+                const auto rest = moves.subspan(queued);
+                const MoveKernel kernel = kernel_for(rest);
+                compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
+                queue_plan(scratch, kernel, used);
+              }
+            } catch (const std::exception& error) {
+              // The parts before this one are queued and will run, as will this part's phases that
+              // were launched (a slide's one launch is its last step: it never fails after it). Unless
+              // nothing ran, say which moves complete instead of throwing, so that the pool keeps
+              // them. Take the rest of the plan, unrun.
+              if (queued == 0 && used.phases_launched == 0) throw;
+              result.fail(error.what(), moves.size(), queued);
+              if (used.phases_launched != 0)
+                compactor::moves_completed_by_phases(
+                    scratch, used.phases_launched, gsl::span<std::uint8_t>(result.move_completed).subspan(queued));
+              while (more) moves = next(more);
+              result.move_completed.resize(moves.size(), 0);
+              return;
+            }
+            queued = moves.size();
+          }
+        },
+        meanwhile);
+    return result;
+  }
+
   // Enqueues (queue), calls `meanwhile`, waits for stream_. On any failure, lets what was
   // enqueued finish before reporting: the pool must not hand the space out again while a kernel
   // may still write it. Which moves completed is then unknown; a launch failure or a kernel fault
@@ -507,7 +567,33 @@ class CudaDevice final : public Device {
     }
     const MoveKernel kernel = forced_kernel_.value_or(cuda_detail::automatic_move_kernel(bytes, moves.size()));
     if (kernel != staged_for) total = compactor::detail::rechunk_slide_moves(staged, count, cuda_detail::chunk_limit(kernel));
-    if (total == 0) return true;
+    queue_slide_moves(staged, count, 0, total, kernel, used);
+    return true;
+  }
+
+  // Queues a part of a slide that the caller staged (slide_room): its first chunk is its first
+  // move's, and its chunks end with its last move's. Kernel as kernel_for chooses, from the chunk
+  // count (at most chunk_bytes a chunk: the bytes, rounded up); a part that the block form moves
+  // is chunked again in place.
+  void queue_staged_slide(SlideMove* staged, std::size_t count, Buffers& used) {
+    const SlideMove& last = staged[count - 1];
+    const std::uint32_t staged_limit = cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp));
+    std::uint64_t first_ticket = staged[0].first_chunk;
+    std::uint64_t total = last.first_chunk + compactor::detail::chunk_count(last.bytes, staged_limit) - first_ticket;
+    const MoveKernel kernel =
+        forced_kernel_.value_or(cuda_detail::automatic_move_kernel(total * staged_limit, count));
+    if (cuda_detail::chunk_limit(kernel) != staged_limit) {
+      total = compactor::detail::rechunk_slide_moves(staged, count, cuda_detail::chunk_limit(kernel));
+      first_ticket = 0;
+    }
+    queue_slide_moves(staged, count, static_cast<std::uint32_t>(first_ticket), total, kernel, used);
+  }
+
+  // Uploads `count` slide moves (first chunks counting from first_ticket), derives their `total`
+  // chunks on the GPU and launches `kernel` on them.
+  void queue_slide_moves(const SlideMove* staged, std::size_t count, std::uint32_t first_ticket, std::uint64_t total,
+                         MoveKernel kernel, Buffers& used) {
+    if (total == 0) return;
     const std::size_t move_bytes = count * sizeof(SlideMove);
     const std::size_t chunk_bytes = std::size_t{total} * sizeof(cuda_detail::DeviceChunk);
     const std::size_t flag_bytes = (std::size_t{total} + 1) * sizeof(unsigned);
@@ -516,7 +602,7 @@ class CudaDevice final : public Device {
     auto* flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(device_chunks) + align(chunk_bytes));
     const cudaStream_t preparation = preparation_stream(used);
     check(cudaMemcpyAsync(device_moves, staged, move_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
-    check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count),
+    check(cuda_detail::launch_derive_slide_chunks(device_moves, static_cast<std::uint32_t>(count), first_ticket,
                                                   static_cast<std::uint32_t>(total), cuda_detail::chunk_limit(kernel),
                                                   device_chunks, flags, preparation),
           "chunk kernel launch");
@@ -524,7 +610,6 @@ class CudaDevice final : public Device {
     check(launch_move(kernel, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags),
           "move kernel launch");
     used.moving = true;
-    return true;
   }
 
   // Queues a chunk plan's phases, run by `kernel`, which must move every chunk of the plan whole
@@ -577,6 +662,7 @@ class CudaDevice final : public Device {
   UseToken last_token_ = 0;
   std::vector<cudaEvent_t> prepared_events_;  ///< One a part: its preparation is done (order_after_preparation).
   GrowingBuffer staging_{.host = true};
+  GrowingBuffer slide_room_{.host = true};  ///< slide_room(): SlideMove records that the caller writes.
   GrowingBuffer scratch_{.host = false};
   std::vector<GrowingBuffer> outgrown_;  ///< Replaced by take() during the execution under way.
 };

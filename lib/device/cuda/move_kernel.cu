@@ -104,25 +104,32 @@ __global__ void __launch_bounds__(warp_kernel_threads) move_chunks_by_warp(const
 }
 
 // Also zeroes what the move kernel counts with: a read flag a chunk and, after them, the ticket.
+// The moves' first chunks count from first_ticket (a part of a larger slide); the chunks and their
+// waits are written from 0.
 __global__ void derive_slide_chunks(const compactor::detail::SlideMove* __restrict__ moves, std::uint32_t count,
-                                    std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* __restrict__ chunks,
-                                    unsigned* __restrict__ flags) {
+                                    std::uint32_t first_ticket, std::uint32_t total, std::uint32_t chunk_bytes,
+                                    DeviceChunk* __restrict__ chunks, unsigned* __restrict__ flags) {
   const std::uint32_t ticket = blockIdx.x * blockDim.x + threadIdx.x;
   if (ticket > total) return;
   flags[ticket] = 0;
   if (ticket == total) return;
-  const auto chunk = compactor::detail::slide_chunk(moves, count, total, chunk_bytes, ticket);
+  auto chunk = compactor::detail::slide_chunk(moves, count, first_ticket + total, chunk_bytes, first_ticket + ticket);
+  if (chunk.wait_first != compactor::detail::slide_no_wait) {
+    chunk.wait_first -= first_ticket;  // the waits lie in the part: its moves are all the searches see
+    chunk.wait_last -= first_ticket;
+  }
   chunks[ticket] = {chunk.source, chunk.destination, chunk.bytes, chunk.move, chunk.wait_first, chunk.wait_last};
 }
 
 }  // namespace
 
 cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
-                                       std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
-                                       unsigned* flags, cudaStream_t stream) {
+                                       std::uint32_t first_ticket, std::uint32_t total, std::uint32_t chunk_bytes,
+                                       DeviceChunk* chunks, unsigned* flags, cudaStream_t stream) {
   if (total == 0) return cudaSuccess;
   constexpr unsigned threads = 256;
-  derive_slide_chunks<<<total / threads + 1, threads, 0, stream>>>(moves, count, total, chunk_bytes, chunks, flags);
+  derive_slide_chunks<<<total / threads + 1, threads, 0, stream>>>(moves, count, first_ticket, total, chunk_bytes,
+                                                                   chunks, flags);
   return cudaGetLastError();
 }
 

@@ -66,11 +66,13 @@ cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std
                                unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream);
 
 /// Writes the `total` chunks of a slide given as its moves (compactor/slide_math.hpp), one thread a
-/// chunk: the chunk plan made on the device. Zeroes flags[0..total] (the read flags and the ticket
-/// of launch_move_chunks), so that the move needs nothing else queued before it.
+/// chunk: the chunk plan made on the device. The moves' first_chunk count from first_ticket (a part
+/// of a slide staged whole: its first move's); the chunks are written from 0, their waits within
+/// the part. Zeroes flags[0..total] (the read flags and the ticket of launch_move_chunks), so that
+/// the move needs nothing else queued before it.
 cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves, std::uint32_t count,
-                                       std::uint32_t total, std::uint32_t chunk_bytes, DeviceChunk* chunks,
-                                       unsigned* flags, cudaStream_t stream);
+                                       std::uint32_t first_ticket, std::uint32_t total, std::uint32_t chunk_bytes,
+                                       DeviceChunk* chunks, unsigned* flags, cudaStream_t stream);
 
 /// Blocks of launch_move_chunks that fit on one multiprocessor at once.
 cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks);

@@ -1,0 +1,262 @@
+// A full compaction's slide written by the compaction team while the device moves what is written
+// (Pool::write_slide): the GPU starts on the first blocks while the host walks the rest.
+//
+// For the case plan_slide serves (every live block may move at the granularity) with no byte
+// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken one
+// at a time by the team's threads (not the calling one). A thread walks its piece, then waits for
+// the piece before it to publish where it ends (its blocks, bytes, moves and chunks so far: a
+// chain of look-backs, each a few loads, as the pieces before were taken first and are being
+// walked), publishes its own, and writes, from its core's cache, its layout entries, moves and
+// places, the slots of its blocks that move (their places and the block ids that the heap's
+// rebuild will give them: the update then writes only the slots of the blocks that stay), and,
+// when the device offers a slide room (Device::slide_room: the CUDA device's pinned upload
+// buffer), the moves as the device uploads them. The calling thread meanwhile gives the device
+// each prefix of pieces written in full (Device::execute_moves_as_written): first a few thousand
+// moves, then each part at least as large as all before it. The moves are exactly
+// compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
+//
+// On the H100 (docs/benchmarks.md, run 56) the walk of layout (b)'s 100,000 blocks then ends
+// before the GPU's moves do, and the first part reaches the GPU within about 0.1 ms; staged by the
+// calling thread from moves that other cores wrote, a part cost about 14 ns a move, more than the
+// GPU took to move it.
+#include "compactor/chunk_plan_paths.hpp"
+#include "pool/pool_segment.hpp"
+#include "pool/slide_place.hpp"
+#include "pool/worker_team.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <new>
+#include <thread>
+
+#include <gsl/assert>
+
+namespace vramkit {
+namespace {
+
+/// The moves the device is given first: about 20 us of the H100's moving at layout (b)'s sizes,
+/// so it starts early. Each later part is at least as large as all before it, so that a part's
+/// launch and the GPU's tail at its end come a few times a compaction.
+constexpr std::size_t first_part_moves = 2048;
+
+using pool_detail::WalkState;
+
+unsigned load_state(unsigned& state) { return std::atomic_ref<unsigned>(state).load(std::memory_order_acquire); }
+void store_state(unsigned& state, unsigned value) {
+  std::atomic_ref<unsigned>(state).store(value, std::memory_order_release);
+}
+
+void pause(unsigned round) {
+  if (round % 64 == 0) std::this_thread::yield();
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+// Whether write_slide serves this full compaction: compact_full has checked that every block may
+// move at the granularity; a budget or a pool that plans first keeps plan_slide.
+bool Pool::writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks) const {
+  return budget == UINT64_MAX && options_.compaction_parts != CompactionParts::never && team_ &&
+         team_->size() >= 2 && largest_segment_blocks >= PoolOptions::parallel_update_min_blocks;
+}
+
+// Plans, runs and applies the slide of every segment (compact_full has taken the room: the
+// layout's and the places' for each segment's live blocks, and the moves' for all of them). Host
+// memory running out for a piece's list (std::bad_alloc) ends the plan at the pieces before it:
+// the moves written so far run and are applied, then the error is raised, as compact_full does.
+void Pool::write_slide(CompactionReport& report) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  const auto started = std::chrono::steady_clock::now();
+  const unsigned walkers = team_->size() - 1;
+  auto& pieces = scratch.pieces;
+  std::size_t count = 0;
+  std::size_t live_blocks = 0;
+  for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
+    const Heap& heap = segments_[segment]->heap;
+    const std::size_t live = heap.allocated_blocks();
+    if (live == 0) continue;
+    live_blocks += live;
+    const std::size_t wanted = std::clamp<std::size_t>(live / CompactionScratch::blocks_per_piece, 1,
+                                                       walkers * CompactionScratch::pieces_per_thread);
+    heap.walk_starts(wanted, scratch.walk_starts);
+    const std::size_t starts = scratch.walk_starts.size();
+    if (pieces.size() < count + starts) pieces.resize(count + starts);  // may throw: nothing has moved
+    for (std::size_t index = 0; index < starts; ++index) {
+      CompactionScratch::WalkPiece& piece = pieces[count + index];
+      piece.segment = static_cast<std::uint32_t>(segment);
+      piece.start = scratch.walk_starts[index];
+      piece.end = index + 1 < starts ? scratch.walk_starts[index + 1] : no_block;
+      piece.state = WalkState::walking;
+    }
+    count += starts;
+    scratch.layout[segment].resize(live);      // within the room taken, and writes nothing
+    scratch.placements[segment].resize(live);  // the same
+  }
+  auto& moves = scratch.slide_moves;
+  Expects(moves.empty() && moves.capacity() >= live_blocks);
+  moves.resize(live_blocks);  // the room for every move; writes nothing
+
+  // Room to stage the moves for the device as they are written, unless they would not form one
+  // slide or their chunks could pass what a plan can number (or the device stages its own).
+  Device::SlideRoom room;
+  try {
+    room = device_->slide_room(live_blocks);
+  } catch (const std::exception&) {  // no pinned memory to be had: the device stages the moves
+  }
+  // Staged records form one slide only if the segments ascend (the device's searches need it).
+  bool ascending = true;
+  for (std::size_t segment = 1; segment < segments_.size(); ++segment)
+    ascending = ascending && segments_[segment - 1]->base < segments_[segment]->base;
+  if (room.moves != nullptr && (!ascending || live_blocks + used_ / room.chunk_bytes >= compactor::no_wait)) room = {};
+  scratch.slide_staged = room.moves != nullptr;
+  scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move
+  std::atomic<std::size_t> next_piece{0};
+  const auto walk = [&](unsigned thread) noexcept {
+    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) {
+      CompactionScratch::WalkPiece& piece = pieces[index];
+      const Heap& heap = segments_[piece.segment]->heap;
+      piece.blocks.clear();
+      piece.walker = thread;
+      std::uint64_t bytes = 0;
+      std::uint64_t chunks = 0, chunks_after_free = 0;  // of its blocks, and of those after its first free block
+      std::size_t live_before_free = SIZE_MAX;
+      bool walked = true;
+      try {
+        for (BlockId id = piece.start; id != piece.end; id = heap.next(id)) {
+          const HeapBlock block = heap.block(id);
+          if (block.free) {
+            live_before_free = std::min(live_before_free, piece.blocks.size());
+            continue;
+          }
+          piece.blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
+          bytes += block.bytes;
+          if (room.moves != nullptr) {
+            const std::uint64_t block_chunks = compactor::detail::chunk_count(block.bytes, room.chunk_bytes);
+            chunks += block_chunks;
+            if (live_before_free != SIZE_MAX) chunks_after_free += block_chunks;
+          }
+        }
+      } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
+        walked = false;
+      }
+      // Where the pieces before it end: the one before it publishes that, having been taken first.
+      std::size_t first_index = 0, stay = SIZE_MAX, moves_base = 0;
+      std::uint64_t cursor = 0, first_chunk = 0;
+      if (index != 0) {
+        CompactionScratch::WalkPiece& previous = pieces[index - 1];
+        unsigned state;
+        for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round) pause(round);
+        first_chunk = previous.chunks_end;
+        if (state == WalkState::failed) {
+          walked = false;
+        } else if (previous.segment == piece.segment) {
+          first_index = previous.first_index + previous.blocks.size();
+          cursor = previous.cursor + previous.bytes;
+          stay = previous.stay;
+          moves_base = previous.moves_base;
+        } else {
+          moves_base = previous.moves_end;
+        }
+      }
+      if (!walked) {
+        store_state(piece.state, WalkState::failed);
+        continue;
+      }
+      // The segment's first free block ends the blocks that stay (packed from its start).
+      const std::uint64_t moving_chunks = stay != SIZE_MAX ? chunks : live_before_free != SIZE_MAX ? chunks_after_free : 0;
+      if (stay == SIZE_MAX && live_before_free != SIZE_MAX) stay = first_index + live_before_free;
+      piece.chunks_end = first_chunk + moving_chunks;
+      piece.bytes = bytes;
+      piece.first_index = first_index;
+      piece.cursor = cursor;
+      piece.stay = stay;
+      piece.moves_base = moves_base;
+      const std::size_t end_index = first_index + piece.blocks.size();
+      piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : end_index - stay);
+      store_state(piece.state, WalkState::published);
+      const HeapPlacement* placed = scratch.placements[piece.segment].data();
+      pool_detail::place_slide(piece.blocks.data(), piece.blocks.size(), first_index, cursor, stay, piece.segment,
+                               scratch.layout[piece.segment].data(), moves.data() + moves_base,
+                               scratch.placements[piece.segment].data());
+      // The slots of the blocks that move, as the update would write them once every move has
+      // completed: the block ids are the indices that the heap's rebuild will give (slots_ahead).
+      const std::uint64_t base = segments_[piece.segment]->base;
+      for (std::size_t at = std::max(first_index, std::min(stay, end_index)); at < end_index; ++at) {
+        const compactor::LiveBlock& block = piece.blocks[at - first_index];
+        Slot& entry = (*table_)[block.tag];
+        entry.offset = placed[at].offset;
+        entry.block = static_cast<BlockId>(at);
+        if (room.moves != nullptr) {  // the device uploads it as it is (Device::slide_room)
+          const std::size_t move = moves_base + at - stay;
+          room.moves[move] = {base + block.offset, base + placed[at].offset, block.bytes,
+                              static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
+          first_chunk += compactor::detail::chunk_count(block.bytes, room.chunk_bytes);
+        }
+      }
+      store_state(piece.state, WalkState::placed);
+    }
+  };
+
+  // The calling thread's share: report each prefix of pieces placed in full, then the end.
+  std::size_t scanned = 0, written = 0, given = 0;
+  bool failed = false;
+  const auto finish = [&]() noexcept {
+    team_->join();
+    report.plan_seconds += std::chrono::steady_clock::now() - started;
+    report.plan_threads = std::max(report.plan_threads, walkers);
+    if (failed) {  // the layout whole for the update's merge, which takes the moves written
+      scratch.placed_ahead = scratch.slots_ahead = false;
+      for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
+        scratch.layout[segment].clear();
+        BlockId next = segments_[segment]->heap.first();
+        walk_live_blocks(segment, next, SIZE_MAX, scratch.layout[segment]);  // within its room
+      }
+      return;
+    }
+    // What each segment's moves move: the live bytes after the blocks that stay.
+    for (std::size_t index = 0; index < count; ++index) {
+      const CompactionScratch::WalkPiece& piece = pieces[index];
+      if (index + 1 < count && pieces[index + 1].segment == piece.segment) continue;  // not the segment's last
+      const Heap& heap = segments_[piece.segment]->heap;
+      const std::size_t live = heap.allocated_blocks();
+      const std::size_t stay = std::min(piece.stay, live);
+      const LiveBlocks& blocks = scratch.layout[piece.segment];
+      const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
+      scratch.moved[piece.segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
+    }
+  };
+  const Device::MovesWritten written_so_far = [&](bool& final) noexcept {
+    const std::size_t wanted = given + std::max(first_part_moves, given);
+    for (unsigned round = 1;; ++round) {
+      for (unsigned state; scanned < count && (state = load_state(pieces[scanned].state)) != WalkState::walking;) {
+        if (state == WalkState::failed) {
+          failed = true;
+          scanned = count;
+        } else if (state == WalkState::placed) {
+          written = pieces[scanned++].moves_end;
+        } else {
+          break;  // published, not yet placed
+        }
+      }
+      if (scanned == count) break;
+      if (written >= wanted) return given = written;
+      pause(round);
+    }
+    finish();
+    final = true;
+    return given = written;
+  };
+
+  team_->start(walk);
+  struct Join {  // the team is done with the scratch before anything else looks at it
+    WorkerTeam& team;
+    ~Join() { team.join(); }
+  } join{*team_};
+  run_moves(moves, nullptr, nullptr, &written_so_far, true, scratch.layout, report);
+  if (failed) throw std::bad_alloc();
+}
+
+}  // namespace vramkit

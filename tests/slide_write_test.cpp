@@ -1,0 +1,174 @@
+// A full compaction whose plan the compaction team writes while the device runs what is written
+// (Pool::write_slide, Device::execute_moves_as_written): a device fault in any part, or at any move,
+// leaves every buffer intact, the pool consistent, and the next compaction finishes the job with
+// the layout that one thread makes; the moves that the team stages for a device that offers a
+// slide room (Device::slide_room, the CUDA device's upload) are exactly what the device would
+// stage itself. (Equality with compactor::plan_full, over several segments and thread counts:
+// tests/parallel_plan_test.cpp.)
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <vramkit/errors.hpp>
+#include <vramkit/host_device.hpp>
+#include <vramkit/pool.hpp>
+#include <vramkit/units.hpp>
+
+#include "compactor/chunk_plan_paths.hpp"
+#include "support/forwarding_device.hpp"
+#include "support/patterns.hpp"
+#include "support/pool_fixtures.hpp"
+
+using namespace vramkit;
+
+namespace {
+
+/// 30,000 kept blocks of 256 and 512 bytes among 60,000 in one segment (every other one freed);
+/// the device fails as `faults` says. Returns the map after a compaction without faults.
+vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std::uint64_t seed) {
+  auto device = std::make_shared<HostDevice>(HostDeviceOptions{.faults = faults, .shuffle_seed = seed | 1});
+  Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = threads}, device);
+  std::mt19937_64 rng(seed);
+  std::vector<Handle> all, kept;
+  for (std::uint64_t i = 0; i < 60000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
+  for (std::uint64_t i = 0; i < all.size(); ++i) {
+    if (i % 2 == 0) {
+      pool.free(all[i]);
+    } else {
+      kept.push_back(all[i]);
+      vramkit_test::write_pattern(pool, all[i], i);
+    }
+  }
+  std::string error;
+  CompactionReport report;
+  try {
+    report = pool.compact();
+  } catch (const device_error& failure) {
+    error = failure.what();
+  }
+  // The first part and a move always exist; how many parts there are depends on how fast the
+  // team writes, so a later part's fault may find no part to fail.
+  if (faults.move_at != 0 || faults.part_at == 1) CHECK_THAT(error, Catch::Contains("injected"));
+  const unsigned walkers = threads == 1 ? 1 : threads - 1;  // one thread plans alone (plan_slide)
+  if (error.empty()) CHECK(report.plan_threads == walkers);
+  pool.check_invariants();
+  for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
+  device->set_faults({});
+  report = pool.compact();
+  CHECK(report.plan_threads == walkers);
+  pool.check_invariants();
+  for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
+  CHECK(pool.statistics().fragmentation() == 0.0);
+  return vramkit_test::map_of(pool);
+}
+
+/// A host device that offers a slide room, as the CUDA device does, and checks at every part that
+/// the records staged there for the moves written so far are exactly those that
+/// compactor::detail::make_slide_moves stages from the moves.
+class StagingChecker final : public vramkit_test::ForwardingDevice {
+ public:
+  explicit StagingChecker(std::uint32_t chunk_bytes) : chunk_bytes_(chunk_bytes) {}
+  std::size_t parts = 0, records_checked = 0, mismatches = 0;
+  bool staged = false;
+
+  SlideRoom slide_room(std::size_t moves) override {
+    room_.resize(moves);
+    return {room_.data(), chunk_bytes_};
+  }
+  ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
+                                           gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
+                                           const MovesWritten& written, const std::function<void()>& meanwhile,
+                                           const HostThreads* threads, bool staged) override {
+    this->staged = staged;
+    if (!staged) return host_->execute_moves_as_written(room, segment_bases, scratch, written, meanwhile, threads, false);
+    const MovesWritten checked = [&](bool& final) {
+      const std::size_t count = written(final);
+      std::vector<compactor::detail::SlideMove> expected(count);
+      std::size_t staged_count = 0;
+      std::uint64_t total = 0, bytes = 0;
+      REQUIRE(compactor::detail::make_slide_moves(room.first(count), segment_bases, chunk_bytes_, expected.data(),
+                                                  staged_count, total, bytes));
+      REQUIRE(staged_count == count);  // every move of a slide copies something
+      ++parts;
+      records_checked = count;
+      for (std::size_t index = 0; index < count; ++index)
+        if (std::memcmp(&expected[index], &room_[index], sizeof(expected[index])) != 0) ++mismatches;
+      return count;
+    };
+    return host_->execute_moves_as_written(room, segment_bases, scratch, checked, meanwhile, threads, false);
+  }
+
+ private:
+  std::uint32_t chunk_bytes_;
+  std::vector<compactor::detail::SlideMove> room_;
+};
+
+}  // namespace
+
+TEST_CASE("the moves that the team stages in a slide room are those the device would stage",
+          "[parallel][compaction][threads]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "staged slide: seed " << seed << "\n";
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (const std::uint32_t chunk_bytes : {128u, 8192u}) {  // moves of 2 to 8 chunks, and of 1
+    for (const std::uint64_t segment_bytes : {64_MiB, 24_MiB}) {  // one segment, or two
+      INFO("chunks of " << chunk_bytes << " bytes, segments of " << segment_bytes << " bytes");
+      auto device = std::make_shared<StagingChecker>(chunk_bytes);
+      Pool pool({.capacity_bytes = segment_bytes, .max_capacity_bytes = 64_MiB, .free_cache_bytes = 0,
+                 .compaction_threads = 4},
+                device);
+      std::vector<Handle> all, kept;
+      std::vector<std::uint64_t> keys;
+      // Blocks of 256 B..1 KiB, then every other one freed after the first 500 (which stay).
+      while (all.size() < 70000) all.push_back(pool.allocate(256 * (1 + rng() % 4)));
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (i < 500 || i % 2 == 1) {
+          kept.push_back(all[i]);
+          keys.push_back(i);
+          vramkit_test::write_pattern(pool, all[i], i);
+        } else {
+          pool.free(all[i]);
+        }
+      }
+      const CompactionReport report = pool.compact({.release_empty_segments = false});
+      CHECK(report.plan_threads == 3);
+      CHECK(report.blocks_moved > 30000);
+      // Staged when the segments ascend, as the device's searches need (host memory: either way).
+      const bool bases_ascend = pool.statistics().segments == 1 || pool.address(all[1]) < pool.address(all.back());
+      CHECK(device->staged == bases_ascend);
+      if (device->staged) {
+        CHECK(device->parts >= 1);
+        CHECK(device->records_checked == report.blocks_moved);
+        CHECK(device->mismatches == 0);
+      }
+      pool.check_invariants();
+      for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], keys[i]));
+      std::size_t segment = SIZE_MAX, free_blocks = 0;  // each segment's live blocks packed from its start
+      for (const BlockInfo& block : pool.block_map()) {
+        if (block.segment != segment) segment = block.segment, free_blocks = 0;
+        if (block.state == BlockState::free) ++free_blocks;
+        else CHECK(free_blocks == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a compaction whose plan the team writes while the device runs it keeps every byte through a fault",
+          "[parallel][compaction][faults][threads]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "written slide after a fault: seed " << seed << "\n";
+  INFO("seed " << seed);
+  const vramkit_test::BlockMap reference = compact_through({}, 1, seed);
+  for (const HostFaults faults : {HostFaults{.move_at = 1}, HostFaults{.move_at = 1500}, HostFaults{.move_at = 20000},
+                                  HostFaults{.part_at = 1}, HostFaults{.part_at = 2}, HostFaults{.part_at = 3}}) {
+    for (const unsigned threads : {2u, 4u}) {
+      INFO("move_at " << faults.move_at << ", part_at " << faults.part_at << ", " << threads << " threads");
+      CHECK(compact_through(faults, threads, seed) == reference);
+    }
+  }
+}
