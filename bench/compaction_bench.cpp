@@ -9,6 +9,7 @@
 // host's caches as the benchmark's own copies do on the CUDA and host devices (and as a pipeline's
 // work between batches does): with the virtual device, it times the host side as it runs there.
 // Usage: vramkit_compaction_bench [--device host|cuda|virtual|auto] [--scale F] [--repeats N] [--cold] [--json FILE]
+//        [--layout a|b|c]   (one layout only; all three by default)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -101,15 +102,20 @@ int main(int argc, char** argv) {
   std::string device_name = "auto", json_path;
   double scale = 1.0;
   int repeats = 3;
+  char only = 0;  // --layout: 'a', 'b' or 'c'
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device_name = argv[++i];
     else if (!std::strcmp(argv[i], "--scale") && i + 1 < argc) scale = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--cold")) evict_before_compaction = true;
+    else if (!std::strcmp(argv[i], "--layout") && i + 1 < argc && std::strchr("abc", argv[i + 1][0]) &&
+             argv[i + 1][0] != 0 && argv[i + 1][1] == 0)
+      only = argv[++i][0];
     else {
       std::fprintf(stderr,
-                   "usage: %s [--device host|cuda|virtual|auto] [--scale F] [--repeats N] [--cold] [--json FILE]\n",
+                   "usage: %s [--device host|cuda|virtual|auto] [--scale F] [--repeats N] [--cold] [--json FILE] "
+                   "[--layout a|b|c]\n",
                    argv[0]);
       return 2;
     }
@@ -129,6 +135,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-42s %9s %9s %10s %9s %9s %9s %8s\n", "layout", "moved", "ms", "GB/s", "ceiling", "loop",
               "batch", "verified");
   for (const Layout& layout : layouts) {
+    if (only != 0 && &layout - layouts.data() != only - 'a') continue;
     // The pool's default (automatic), then in parts and planned first whatever the block sizes,
     // then the default with the update on the calling thread alone (compaction_threads 1: the
     // baseline of the threads' share), interleaved run by run, each repeat starting with the next

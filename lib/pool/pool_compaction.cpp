@@ -523,15 +523,16 @@ bool Pool::merge_placements(gsl::span<const compactor::Move> moves, const Execut
 }
 
 // Rebuilds a touched segment's heap from its placements (sorted first if a block moved into a gap
-// before a fixed one), then writes each of its slots once: place and block id. Both split into the
-// same parts, so that each thread writes the slots of the blocks whose ids it made. The slots of
-// placements [slots_from, end) were written ahead (write_slide), each with its index as the block
-// id, which a rebuild without gaps gives: checked at both ends (ids ascend), else std::logic_error.
-void Pool::rebuild_heap(std::size_t segment, std::size_t slots_from, CompactionReport& report) {
+// before a fixed one, unless `sorted` says they are: the heap's rebuild refuses them otherwise),
+// then writes each of its slots once: place and block id. Both split into the same parts, so that
+// each thread writes the slots of the blocks whose ids it made. The slots of placements
+// [slots_from, end) were written ahead (write_slide), each with its index as the block id, which a
+// rebuild without gaps gives: checked at both ends (ids ascend), else std::logic_error.
+void Pool::rebuild_heap(std::size_t segment, bool sorted, std::size_t slots_from, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   auto& list = scratch.placements[segment];
   auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
-  if (!std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
+  if (!sorted && !std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
   std::vector<BlockId>& ids = scratch.ids;
   Heap& heap = segments_[segment]->heap;
   const unsigned parts = update_parts(list.size());
@@ -581,7 +582,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     for (auto& list : placements) list.clear();
     touched.assign(segments_.size(), 0);
   };
-  if (scratch.placed_ahead && result.complete) {  // plan_slide placed every block as the moves leave it
+  if (scratch.placed_ahead && result.complete) {  // the plan placed every block as the moves leave it, in order
     scratch.placed_ahead = false;
     const bool slots_ahead = std::exchange(scratch.slots_ahead, false);
     touched.assign(segments_.size(), 0);
@@ -593,7 +594,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     }
     for (std::size_t index = 0; index < segments_.size(); ++index) {
       const std::size_t blocks = scratch.placements[index].size();
-      if (touched[index]) rebuild_heap(index, slots_ahead ? blocks - scratch.moved[index].blocks : blocks, report);
+      if (touched[index]) rebuild_heap(index, true, slots_ahead ? blocks - scratch.moved[index].blocks : blocks, report);
     }
     return;
   }
@@ -628,7 +629,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     }
   }
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (touched[index]) rebuild_heap(index, placements[index].size(), report);
+    if (touched[index]) rebuild_heap(index, false, placements[index].size(), report);
   }
 }
 
