@@ -115,8 +115,9 @@ bool make_slide_moves_in_parts(gsl::span<const Move> moves, gsl::span<const std:
     throw std::invalid_argument("make_slide_moves_in_parts: " + std::to_string(parts) + " parts; 1 to " +
                                 std::to_string(max_slide_parts));
   // Each part on cache lines of its own, its running state in locals: parts next to each other,
-  // written at every move by threads on different cores, cost the staging of layout (b) 0.38 ms
-  // on 8 threads against 0.04 ms on one (docs/benchmarks.md, run 56).
+  // written at every move by threads on different cores, cost the staging of layout (b)'s 100,000
+  // moves 0.38 ms on 8 threads, where one thread staged 67,000 in 0.04 ms (docs/benchmarks.md,
+  // run 56).
   struct alignas(64) Part {
     std::size_t begin = 0, end = 0;
     std::size_t copying = 0;  // moves that copy something: then their first and last ends
