@@ -291,17 +291,7 @@ TEST_CASE("a shared walk's compaction that a device fault stops part way keeps e
                  .free_cache_bytes = 0,
                  .compaction_threads = threads},
                 device);
-      std::mt19937_64 rng(seed);
-      std::vector<Handle> all, kept;
-      for (std::uint64_t i = 0; i < 50000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
-      for (std::uint64_t i = 0; i < all.size(); ++i) {
-        if (i % 2 == 0) {
-          pool.free(all[i]);
-        } else {
-          kept.push_back(all[i]);
-          vramkit_test::write_pattern(pool, all[i], i);
-        }
-      }
+      const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 50000, seed);
       CHECK_THROWS_WITH(pool.compact(), Catch::Contains("injected"));
       pool.check_invariants();
       for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));

@@ -265,17 +265,7 @@ TEST_CASE("a compaction that a device fault stops part way keeps every byte when
       Pool pool({.capacity_bytes = 32_MiB, .compaction_parts = CompactionParts::always, .free_cache_bytes = 0,
                  .compaction_threads = threads},
                 device);
-      std::mt19937_64 rng(seed);
-      std::vector<Handle> all, kept;
-      for (std::uint64_t i = 0; i < 80000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
-      for (std::uint64_t i = 0; i < all.size(); ++i) {
-        if (i % 2 == 0) {
-          pool.free(all[i]);
-        } else {
-          kept.push_back(all[i]);
-          vramkit_test::write_pattern(pool, all[i], i);
-        }
-      }
+      const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 80000, seed);
       std::string error;
       try {
         pool.compact({.max_bytes_moved = 1024_GiB});

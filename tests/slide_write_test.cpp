@@ -32,17 +32,7 @@ namespace {
 vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std::uint64_t seed) {
   auto device = std::make_shared<HostDevice>(HostDeviceOptions{.faults = faults, .shuffle_seed = seed | 1});
   Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = threads}, device);
-  std::mt19937_64 rng(seed);
-  std::vector<Handle> all, kept;
-  for (std::uint64_t i = 0; i < 60000; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
-  for (std::uint64_t i = 0; i < all.size(); ++i) {
-    if (i % 2 == 0) {
-      pool.free(all[i]);
-    } else {
-      kept.push_back(all[i]);
-      vramkit_test::write_pattern(pool, all[i], i);
-    }
-  }
+  const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 60000, seed);
   std::string error;
   CompactionReport report;
   try {

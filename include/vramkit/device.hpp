@@ -170,6 +170,19 @@ class Device {
                                                    const std::function<void()>& meanwhile, const HostThreads* threads,
                                                    bool staged);
 
+ protected:
+  /// For a device that runs the parts of execute_moves_as_written as they come: the plan written
+  /// so far, as a prefix of `room`; clears `more` once it is whole.
+  static gsl::span<const compactor::Move> written_prefix(gsl::span<const compactor::Move> room,
+                                                          const MovesWritten& written, bool& more) {
+    bool final = false;
+    const std::size_t count = written(final);
+    more = !final;
+    return room.first(count);
+  }
+
+ public:
+
   // Stream-ordered uses. The defaults suit a device whose every call completes before it returns
   // (host, virtual): there is never work left to wait for. The CUDA device records events.
 

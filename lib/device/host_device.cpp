@@ -141,12 +141,7 @@ ExecutionResult HostDevice::execute_moves_as_written(gsl::span<const compactor::
                                                      bool) {
   return run_parts(
       room.size(), segment_bases, scratch,
-      [&](bool& more) {
-        bool final = false;
-        const std::size_t count = written(final);
-        more = !final;
-        return room.first(count);
-      },
+      [&](bool& more) { return written_prefix(room, written, more); },
       meanwhile);
 }
 

@@ -76,15 +76,8 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
         std::uint64_t bytes = 0;
         std::size_t live_before_free = SIZE_MAX;
         try {
-          for (BlockId id = scratch.walk_starts[index]; id != end; id = heap.next(id)) {
-            const HeapBlock block = heap.block(id);
-            if (block.free) {
-              live_before_free = std::min(live_before_free, piece.blocks.size());
-              continue;
-            }
-            piece.blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
-            bytes += block.bytes;
-          }
+          live_before_free = pool_detail::walk_piece(heap, scratch.walk_starts[index], end, options_.granularity,
+                                                     piece.blocks, bytes, [](std::uint64_t, bool) {});
         } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
           out_of_memory.store(true, std::memory_order_relaxed);
           return;

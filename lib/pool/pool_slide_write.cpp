@@ -125,20 +125,14 @@ void Pool::write_slide(CompactionReport& report) {
       std::size_t live_before_free = SIZE_MAX;
       bool walked = true;
       try {
-        for (BlockId id = piece.start; id != piece.end; id = heap.next(id)) {
-          const HeapBlock block = heap.block(id);
-          if (block.free) {
-            live_before_free = std::min(live_before_free, piece.blocks.size());
-            continue;
-          }
-          piece.blocks.push_back({block.offset, block.bytes, options_.granularity, true, block.tag});
-          bytes += block.bytes;
-          if (room.moves != nullptr) {
-            const std::uint64_t block_chunks = compactor::detail::chunk_count(block.bytes, room.chunk_bytes);
-            chunks += block_chunks;
-            if (live_before_free != SIZE_MAX) chunks_after_free += block_chunks;
-          }
-        }
+        live_before_free = pool_detail::walk_piece(
+            heap, piece.start, piece.end, options_.granularity, piece.blocks, bytes,
+            [&](std::uint64_t block_bytes, bool after_free) {
+              if (room.moves == nullptr) return;
+              const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, room.chunk_bytes);
+              chunks += block_chunks;
+              if (after_free) chunks_after_free += block_chunks;
+            });
       } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
         walked = false;
       }

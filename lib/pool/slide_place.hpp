@@ -1,8 +1,10 @@
 #pragma once
 // Internal to the pool: where a full compaction's slide puts a run of a segment's live blocks
 // (Pool::plan_slide, Pool::write_slide). Each block slides to the sum of the live bytes before it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/heap.hpp>
@@ -30,6 +32,28 @@ inline void place_slide(const compactor::LiveBlock* from, std::size_t count, std
     placed[at] = {to, block.bytes, block.tag};
     to += block.bytes;
   }
+}
+
+/// Walks `heap`'s blocks from `start` up to `end` (not included), appending the live ones to
+/// `blocks`, movable at `granularity`, their bytes added to `bytes`, and calling
+/// each(block_bytes, after_free) for each (after_free: a free block came before it in the walk).
+/// Returns how many live blocks came before the first free one (SIZE_MAX: no free one). Throws
+/// std::bad_alloc when `blocks` cannot grow.
+template <class Each>
+std::size_t walk_piece(const Heap& heap, BlockId start, BlockId end, std::uint64_t granularity,
+                       std::vector<compactor::LiveBlock>& blocks, std::uint64_t& bytes, Each&& each) {
+  std::size_t live_before_free = SIZE_MAX;
+  for (BlockId id = start; id != end; id = heap.next(id)) {
+    const HeapBlock block = heap.block(id);
+    if (block.free) {
+      live_before_free = std::min(live_before_free, blocks.size());
+      continue;
+    }
+    blocks.push_back({block.offset, block.bytes, granularity, true, block.tag});
+    bytes += block.bytes;
+    each(block.bytes, live_before_free != SIZE_MAX);
+  }
+  return live_before_free;
 }
 
 }  // namespace vramkit::pool_detail

@@ -10,6 +10,8 @@
 #include <vramkit/pool.hpp>
 #include <vramkit/units.hpp>
 
+#include "support/patterns.hpp"
+
 namespace vramkit_test {
 
 /// A 64 MiB heap after `steps` random allocations and frees, its node ids scattered over its addresses.
@@ -41,6 +43,23 @@ inline BlockMap map_of(const vramkit::Pool& pool) {
     map.emplace_back(block.segment, block.offset, block.bytes, block.state,
                      block.state == vramkit::BlockState::free ? 0 : block.slot);
   return map;
+}
+
+/// `count` blocks of 256 or 512 bytes (sizes drawn from `seed`), then every other one freed, the
+/// first included, and each kept one written with write_pattern: the i-th kept holds key 2i + 1.
+inline std::vector<vramkit::Handle> keep_every_other(vramkit::Pool& pool, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<vramkit::Handle> all, kept;
+  for (std::size_t i = 0; i < count; ++i) all.push_back(pool.allocate(256 * (1 + rng() % 2)));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i % 2 == 0) {
+      pool.free(all[i]);
+    } else {
+      kept.push_back(all[i]);
+      write_pattern(pool, all[i], i);
+    }
+  }
+  return kept;
 }
 
 }  // namespace vramkit_test

@@ -250,12 +250,7 @@ class CudaDevice final : public Device {
                                              slide_room_.bytes / sizeof(SlideMove), "; take one as large first"));
     return queue_parts(
         room.size(), segment_bases, scratch,
-        [&](bool& more) {
-          bool final = false;
-          const std::size_t count = written(final);
-          more = !final;
-          return room.first(count);
-        },
+        [&](bool& more) { return written_prefix(room, written, more); },
         meanwhile, threads, staged ? static_cast<SlideMove*>(slide_room_.data) : nullptr);
   }
 
