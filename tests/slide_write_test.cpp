@@ -1,9 +1,9 @@
 // A full compaction whose plan the compaction team writes while the device runs what is written
 // (Pool::write_slide, Device::execute_moves_as_written): a device fault in any part, or at any move,
 // leaves every buffer intact, the pool consistent, and the next compaction finishes the job with
-// the layout that one thread makes; the moves that the team stages for a device that offers a
-// slide room (Device::slide_room, the CUDA device's upload) are exactly what the device would
-// stage itself. (Equality with compactor::plan_full, over several segments and thread counts:
+// the layout that one thread makes; the moves that the team stages for a device that takes them
+// so (Device::slide_chunk_bytes, the CUDA device's upload) are exactly what the device would stage
+// itself. (Equality with compactor::plan_full, over several segments and thread counts:
 // tests/parallel_plan_test.cpp.)
 #include <catch2/catch.hpp>
 
@@ -56,25 +56,33 @@ vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std:
   return vramkit_test::map_of(pool);
 }
 
-/// A host device that offers a slide room, as the CUDA device does, and checks at every part that
-/// the records staged there for the moves written so far are exactly those that
-/// compactor::detail::make_slide_moves stages from the moves.
+/// A host device that takes slides staged by its caller, as the CUDA device does, in staging
+/// memory of its own, and checks at every part that the records staged for the moves written so
+/// far are exactly those that compactor::detail::make_slide_moves stages from the moves.
 class StagingChecker final : public vramkit_test::ForwardingDevice {
  public:
   explicit StagingChecker(std::uint32_t chunk_bytes) : chunk_bytes_(chunk_bytes) {}
-  std::size_t parts = 0, records_checked = 0, mismatches = 0;
+  ~StagingChecker() override { CHECK(outstanding == 0); }
+  std::size_t parts = 0, records_checked = 0, mismatches = 0, obtained = 0, outstanding = 0;
   bool staged = false;
 
-  SlideRoom slide_room(std::size_t moves) override {
-    room_.resize(moves);
-    return {room_.data(), chunk_bytes_};
+  std::uint32_t slide_chunk_bytes() const noexcept override { return chunk_bytes_; }
+  void* obtain_staging(std::size_t bytes) override {
+    ++obtained;
+    ++outstanding;
+    return ::operator new(bytes);
+  }
+  void release_staging(void* memory) noexcept override {
+    if (memory == nullptr) return;
+    --outstanding;
+    ::operator delete(memory);
   }
   ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
                                            gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                            const MovesWritten& written, const std::function<void()>& meanwhile,
-                                           const HostThreads* threads, bool staged) override {
-    this->staged = staged;
-    if (!staged) return host_->execute_moves_as_written(room, segment_bases, scratch, written, meanwhile, threads, false);
+                                           const HostThreads* threads, compactor::detail::SlideMove* staging) override {
+    staged = staging != nullptr;
+    if (!staged) return host_->execute_moves_as_written(room, segment_bases, scratch, written, meanwhile, threads, nullptr);
     const MovesWritten checked = [&](bool& final) {
       const std::size_t count = written(final);
       std::vector<compactor::detail::SlideMove> expected(count);
@@ -86,20 +94,19 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
       ++parts;
       records_checked = count;
       for (std::size_t index = 0; index < count; ++index)
-        if (std::memcmp(&expected[index], &room_[index], sizeof(expected[index])) != 0) ++mismatches;
+        if (std::memcmp(&expected[index], &staging[index], sizeof(expected[index])) != 0) ++mismatches;
       return count;
     };
-    return host_->execute_moves_as_written(room, segment_bases, scratch, checked, meanwhile, threads, false);
+    return host_->execute_moves_as_written(room, segment_bases, scratch, checked, meanwhile, threads, nullptr);
   }
 
  private:
   std::uint32_t chunk_bytes_;
-  std::vector<compactor::detail::SlideMove> room_;
 };
 
 }  // namespace
 
-TEST_CASE("the moves that the team stages in a slide room are those the device would stage",
+TEST_CASE("the moves that the team stages for the device are those the device would stage",
           "[parallel][compaction][threads]") {
   const std::uint64_t seed = std::random_device{}();
   std::cout << "staged slide: seed " << seed << "\n";
@@ -131,6 +138,7 @@ TEST_CASE("the moves that the team stages in a slide room are those the device w
       // Staged when the segments ascend, as the device's searches need (host memory: either way).
       const bool bases_ascend = pool.statistics().segments == 1 || pool.address(all[1]) < pool.address(all.back());
       CHECK(device->staged == bases_ascend);
+      CHECK(device->obtained == (device->staged ? 1u : 0u));  // the pool's own staging memory, taken once
       if (device->staged) {
         CHECK(device->parts >= 1);
         CHECK(device->records_checked == report.blocks_moved);
@@ -156,7 +164,7 @@ TEST_CASE("a compaction whose plan the team writes while the device runs it keep
   const vramkit_test::BlockMap reference = compact_through({}, 1, seed);
   for (const HostFaults faults : {HostFaults{.move_at = 1}, HostFaults{.move_at = 1500}, HostFaults{.move_at = 20000},
                                   HostFaults{.part_at = 1}, HostFaults{.part_at = 2}, HostFaults{.part_at = 3}}) {
-    for (const unsigned threads : {2u, 4u}) {
+    for (const unsigned threads : {3u, 4u}) {  // 2 and 3 walkers: plan_threads tells write_slide from one thread
       INFO("move_at " << faults.move_at << ", part_at " << faults.part_at << ", " << threads << " threads");
       CHECK(compact_through(faults, threads, seed) == reference);
     }

@@ -140,16 +140,16 @@ class Device {
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const PlanMore& plan_more,
                                                  const std::function<void()>& meanwhile);
-  /// Host memory from which the device uploads a slide's moves as it runs them, for a caller that
-  /// writes them there itself as compactor::detail::SlideMove records (first_chunk counting chunks
-  /// of chunk_bytes over the whole plan; the pool's write_slide), sparing the device a pass over
-  /// the moves; null when the device stages moves its own way (the default). The room holds
-  /// `moves` records and stays the caller's until the next execution of moves ends.
-  struct SlideRoom {
-    compactor::detail::SlideMove* moves = nullptr;
-    std::uint32_t chunk_bytes = 0;
-  };
-  virtual SlideRoom slide_room(std::size_t moves);
+  /// For a caller that stages a slide's moves itself (the pool's write_slide) as
+  /// compactor::detail::SlideMove records, sparing the device a pass over the moves: the chunk
+  /// size their first_chunk counts in over the whole plan; 0 (the default) when the device stages
+  /// moves its own way.
+  virtual std::uint32_t slide_chunk_bytes() const noexcept { return 0; }
+  /// Host memory for such records, which the device uploads from fastest (pinned on the CUDA
+  /// device); the caller's until release_staging. Throws std::bad_alloc or device_error when there
+  /// is none; only for a device whose slide_chunk_bytes() is not 0 (the default throws).
+  virtual void* obtain_staging(std::size_t bytes);
+  virtual void release_staging(void* memory) noexcept;
   /// How much of a plan that other threads write into `room` is written: blocks until more moves
   /// are than at the last return (or the plan is whole), returns how many are (a prefix of room),
   /// and sets `final` once that is the whole plan. Must not throw.
@@ -160,15 +160,16 @@ class Device {
   /// rules hold: every prefix must be executable alone; a part that cannot run once earlier parts
   /// have ends the execution with a result (written is still called until final); the result
   /// indexes the whole plan. `threads` (may be null) are lent as execute_moves's are, but only
-  /// once `written` has set final: until then they write the plan. `staged`: the moves written are
-  /// also written into the slide_room() taken for this execution, and form a slide (the caller
-  /// vouches for it: nothing checks). The default waits for the whole plan, then calls
+  /// once `written` has set final: until then they write the plan. `staged` (may be null): the
+  /// moves written are also there, one record each in the form slide_chunk_bytes() describes, in
+  /// memory from obtain_staging, and form a slide (the caller vouches for it: nothing checks);
+  /// the device may rewrite their first_chunk. The default waits for the whole plan, then calls
   /// execute_moves; the host and CUDA devices run each part as it comes.
   virtual ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
                                                    gsl::span<const std::uint64_t> segment_bases,
                                                    compactor::ChunkPlan& scratch, const MovesWritten& written,
                                                    const std::function<void()>& meanwhile, const HostThreads* threads,
-                                                   bool staged);
+                                                   compactor::detail::SlideMove* staged);
 
  protected:
   /// For a device that runs the parts of execute_moves_as_written as they come: the plan written

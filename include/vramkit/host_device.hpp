@@ -62,7 +62,7 @@ class HostDevice final : public Device {
   ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
                                            gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                            const MovesWritten& written, const std::function<void()>& meanwhile,
-                                           const HostThreads* threads, bool staged) override;
+                                           const HostThreads* threads, compactor::detail::SlideMove* staged) override;
   DeviceMemoryInfo memory_info() override;
   bool host_addressable() const noexcept override { return true; }
 

@@ -38,7 +38,9 @@ class WorkerTeam;
 
 /// automatic: in parts when the live blocks average at least 64 KiB; with smaller blocks the host's
 /// planning, not the GPU, decides how long a compaction takes (docs/concepts.md, "Compaction and
-/// streams").
+/// streams"). Whatever the mean, a full compaction without a byte budget in which every block may
+/// move, on a segment of PoolOptions::parallel_update_min_blocks live blocks or more, is written by
+/// the compaction team while the device moves each prefix written (in parts), unless `never`.
 enum class CompactionParts { automatic, always, never };
 
 struct PoolOptions {

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include <vramkit/device.hpp>
+#include <vramkit/detail/message.hpp>
 #include <vramkit/errors.hpp>
 #include <vramkit/host_device.hpp>
 
@@ -50,13 +51,17 @@ ExecutionResult Device::execute_moves_in_parts(std::vector<compactor::Move>& mov
   return execute_moves(moves, segment_bases, scratch, meanwhile, nullptr);
 }
 
-Device::SlideRoom Device::slide_room(std::size_t) { return {}; }
+void* Device::obtain_staging(std::size_t) {
+  throw invalid_argument(detail::message("the device '", name(), "' stages slides its own way: no staging memory"));
+}
+
+void Device::release_staging(void*) noexcept {}
 
 ExecutionResult Device::execute_moves_as_written(gsl::span<const compactor::Move> room,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const MovesWritten& written,
                                                  const std::function<void()>& meanwhile, const HostThreads* threads,
-                                                 bool) {
+                                                 compactor::detail::SlideMove*) {
   std::size_t count = 0;
   for (bool final = false; !final;) count = written(final);
   return execute_moves(room.first(count), segment_bases, scratch, meanwhile, threads);

@@ -138,7 +138,7 @@ ExecutionResult HostDevice::execute_moves_as_written(gsl::span<const compactor::
                                                      gsl::span<const std::uint64_t> segment_bases,
                                                      compactor::ChunkPlan& scratch, const MovesWritten& written,
                                                      const std::function<void()>& meanwhile, const HostThreads*,
-                                                     bool) {
+                                                     compactor::detail::SlideMove*) {
   return run_parts(
       room.size(), segment_bases, scratch,
       [&](bool& more) { return written_prefix(room, written, more); },

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compactor/slide_math.hpp"
 #include <vramkit/compactor/chunk_plan.hpp>
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/detail/default_init_allocator.hpp>
@@ -50,7 +51,7 @@ struct Pool::CompactionScratch {
   struct alignas(64) WalkPiece {
     std::vector<compactor::LiveBlock> blocks;  ///< Its live blocks, in address order.
     std::uint64_t bytes = 0;                   ///< Theirs in all.
-    std::size_t live_before_free = 0;          ///< Its live blocks before its first free one; SIZE_MAX: none.
+    std::size_t live_before_free = 0;          ///< plan_slide: its live blocks before its first free one; SIZE_MAX: none.
     unsigned walker = 0;                       ///< The team member that walked it.
     // write_slide only: the piece's place in the whole walk.
     std::uint32_t segment = 0;
@@ -63,7 +64,7 @@ struct Pool::CompactionScratch {
     std::size_t stay = 0;        ///< The segment's blocks that stay, if its first free block is known; else SIZE_MAX.
     std::size_t moves_base = 0;  ///< Index in the plan of the segment's first move.
     std::size_t moves_end = 0;   ///< Of the plan's moves, those of the pieces up to this one.
-    std::uint64_t chunks_end = 0;  ///< The chunks of those moves, when they are staged (Device::slide_room).
+    std::uint64_t chunks_end = 0;  ///< The chunks of those moves, when they are staged (Device::slide_chunk_bytes).
   };
   std::vector<WalkPiece> pieces;
   /// Whether plan_slide wrote `placements` for the plan's completion (no budget cut it short), and
@@ -74,7 +75,12 @@ struct Pool::CompactionScratch {
   /// rebuild will number them): the update then writes only those of the blocks that stay. Taken
   /// with placed_ahead; a fallback to the merge writes every slot again.
   bool slots_ahead = false;
-  /// Whether write_slide also wrote its moves into the device's slide room (Device::slide_room).
+  /// Host memory of the device's (Device::obtain_staging, pinned on the CUDA device) where
+  /// write_slide stages its moves as the device uploads them, with room for staging_moves;
+  /// released by ~Pool. Each pool has its own: pools may share a device.
+  compactor::detail::SlideMove* staging = nullptr;
+  std::size_t staging_moves = 0;
+  /// Whether write_slide staged this compaction's moves there.
   bool slide_staged = false;
   struct Moved {
     std::uint64_t blocks = 0, bytes = 0;

@@ -110,6 +110,7 @@ Pool::~Pool() {
     device_->forget(use.token);
   }
   for (auto& segment : segments_) device_->release(segment->region);
+  if (compaction_scratch_) device_->release_staging(compaction_scratch_->staging);
 }
 
 std::uint64_t Pool::largest_possible_block() const { return largest_block_; }

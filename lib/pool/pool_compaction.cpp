@@ -163,9 +163,11 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
 // measured no better, each part costing the GPU a launch and a wave that ends partly idle. With
 // smaller blocks the host is the bottleneck whatever the order, so the automatic choice plans
 // first below a mean of 64 KiB a live block (which the GPU moves in about 30 ns). The moves are those of
-// compactor::plan_full on each segment in turn. Planned first with nothing pinned, an arena's or
-// aligned above the granularity, a segment's walk and plan are shared by the team (plan_slide),
-// and so is the device's staging of the moves (HostThreads).
+// compactor::plan_full on each segment in turn. With nothing pinned, an arena's or aligned above
+// the granularity, and no byte budget, the team writes the plan while the device runs what is
+// written, whatever the mean (write_slide), unless compaction_parts is `never` or no segment has
+// parallel_update_min_blocks live blocks; planned first, a segment's walk and plan are shared by
+// the team (plan_slide), and so is the device's staging of the moves (HostThreads).
 void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   Layout& layout = scratch.layout;
@@ -279,12 +281,9 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
     return growing != nullptr ? gsl::span<const compactor::Move>(*growing) : whole.first(written_moves);
   };
   CompactionScratch& scratch = *compaction_scratch_;
-  scratch.segment_bases.clear();
-  for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
   // A plan that the team writes took its room before the team started (write_slide): a heap's
   // room for its rebuild may move its nodes, which the team walks.
   if (written == nullptr) reserve_update(in_segments ? gsl::span<const compactor::Move>{} : all());
-  for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
 
   // Slots written with the plan (write_slide) count as an update started.
   bool updated_ahead = false, update_started = written != nullptr && scratch.slots_ahead;
@@ -307,6 +306,10 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
   const auto phase_start = std::chrono::steady_clock::now();
   ExecutionResult result;
   try {
+    // In here: once the team writes slots (write_slide), whatever fails is undone below.
+    scratch.segment_bases.clear();
+    for (const auto& segment : segments_) scratch.segment_bases.push_back(segment->base);
+    for (const PendingUse& use : pending_uses_) device_->order_after(use.token);
     // The device splits the moves into chunks (on the host, or for a slide on the GPU) and runs them.
     if (plan_more != nullptr) {
       result = device_->execute_moves_in_parts(*growing, scratch.segment_bases, scratch.chunks, *plan_more,
@@ -318,7 +321,7 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
         return written_moves;
       };
       result = device_->execute_moves_as_written(whole, scratch.segment_bases, scratch.chunks, counted, update_ahead,
-                                                 &lent_threads, scratch.slide_staged);
+                                                 &lent_threads, scratch.slide_staged ? scratch.staging : nullptr);
     } else {
       result = device_->execute_moves(whole, scratch.segment_bases, scratch.chunks, update_ahead,
                                       team_ ? &lent_threads : nullptr);

@@ -9,11 +9,12 @@
 // walked), publishes its own, and writes, from its core's cache, its layout entries, moves and
 // places, the slots of its blocks that move (their places and the block ids that the heap's
 // rebuild will give them: the update then writes only the slots of the blocks that stay), and,
-// when the device offers a slide room (Device::slide_room: the CUDA device's pinned upload
-// buffer), the moves as the device uploads them. The calling thread meanwhile gives the device
-// each prefix of pieces written in full (Device::execute_moves_as_written): first a few thousand
-// moves, then each part at least as large as all before it. The moves are exactly
-// compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
+// when the device takes a slide staged by its caller (Device::slide_chunk_bytes: the CUDA
+// device), the moves as the device uploads them, into the pool's own pinned staging memory. The
+// calling thread meanwhile gives the device each prefix of pieces written in full
+// (Device::execute_moves_as_written): first a few thousand moves, then each part at least as
+// large as all before it. The moves are exactly compactor::plan_full's, segment after segment
+// (tests/parallel_plan_test.cpp).
 //
 // On the H100 (docs/benchmarks.md, runs 58 to 62) the first part of layout (b) was written about
 // 0.1 ms after the walk began, and the walk of its 100,000 blocks on 7 threads took about as
@@ -47,8 +48,10 @@ void store_state(unsigned& state, unsigned value) {
   std::atomic_ref<unsigned>(state).store(value, std::memory_order_release);
 }
 
-void pause(unsigned round) {
-  if (round % 64 == 0) std::this_thread::yield();
+// A wait's round: yields now and then, or every round in a team with more members than the
+// hardware has threads (the member waited on may need this one's core).
+void pause(unsigned round, bool spins) {
+  if (!spins || round % 64 == 0) std::this_thread::yield();
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
@@ -99,20 +102,29 @@ void Pool::write_slide(CompactionReport& report) {
   Expects(moves.empty() && moves.capacity() >= live_blocks);
   moves.resize(live_blocks);  // the room for every move; writes nothing
 
-  // Room to stage the moves for the device as they are written, unless they would not form one
-  // slide or their chunks could pass what a plan can number (or the device stages its own).
-  Device::SlideRoom room;
-  try {
-    room = device_->slide_room(live_blocks);
-  } catch (const std::exception&) {  // no pinned memory to be had: the device stages the moves
-  }
-  // Staged records form one slide only if the segments ascend (the device's searches need it).
+  // The moves staged for the device as they are written (Device::slide_chunk_bytes), unless they
+  // would not form one slide (the device's searches need the segments to ascend) or their chunks
+  // could pass what a plan can number, or no staging memory is to be had.
+  std::uint32_t chunk_bytes = device_->slide_chunk_bytes();
   bool ascending = true;
   for (std::size_t segment = 1; segment < segments_.size(); ++segment)
     ascending = ascending && segments_[segment - 1]->base < segments_[segment]->base;
-  if (room.moves != nullptr && (!ascending || live_blocks + used_ / room.chunk_bytes >= compactor::no_wait)) room = {};
-  scratch.slide_staged = room.moves != nullptr;
+  if (chunk_bytes != 0 && (!ascending || live_blocks + used_ / chunk_bytes >= compactor::no_wait)) chunk_bytes = 0;
+  if (chunk_bytes != 0 && scratch.staging_moves < live_blocks) {
+    const std::size_t room = live_blocks + live_blocks / 4;
+    try {
+      void* memory = device_->obtain_staging(room * sizeof(compactor::detail::SlideMove));
+      device_->release_staging(scratch.staging);
+      scratch.staging = static_cast<compactor::detail::SlideMove*>(memory);
+      scratch.staging_moves = room;
+    } catch (const std::exception&) {  // none to be had: the device stages the moves
+      chunk_bytes = 0;
+    }
+  }
+  compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
+  scratch.slide_staged = staging != nullptr;
   scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move
+  const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
   const auto walk = [&](unsigned thread) noexcept {
     for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) {
@@ -128,8 +140,8 @@ void Pool::write_slide(CompactionReport& report) {
         live_before_free = pool_detail::walk_piece(
             heap, piece.start, piece.end, options_.granularity, piece.blocks, bytes,
             [&](std::uint64_t block_bytes, bool after_free) {
-              if (room.moves == nullptr) return;
-              const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, room.chunk_bytes);
+              if (staging == nullptr) return;
+              const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, chunk_bytes);
               chunks += block_chunks;
               if (after_free) chunks_after_free += block_chunks;
             });
@@ -142,7 +154,8 @@ void Pool::write_slide(CompactionReport& report) {
       if (index != 0) {
         CompactionScratch::WalkPiece& previous = pieces[index - 1];
         unsigned state;
-        for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round) pause(round);
+        for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round)
+          pause(round, spins);
         first_chunk = previous.chunks_end;
         if (state == WalkState::failed) {
           walked = false;
@@ -183,11 +196,11 @@ void Pool::write_slide(CompactionReport& report) {
         Slot& entry = (*table_)[block.tag];
         entry.offset = placed[at].offset;
         entry.block = static_cast<BlockId>(at);
-        if (room.moves != nullptr) {  // the device uploads it as it is (Device::slide_room)
+        if (staging != nullptr) {  // the device uploads it as it is (Device::slide_chunk_bytes)
           const std::size_t move = moves_base + at - stay;
-          room.moves[move] = {base + block.offset, base + placed[at].offset, block.bytes,
-                              static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
-          first_chunk += compactor::detail::chunk_count(block.bytes, room.chunk_bytes);
+          staging[move] = {base + block.offset, base + placed[at].offset, block.bytes,
+                           static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
+          first_chunk += compactor::detail::chunk_count(block.bytes, chunk_bytes);
         }
       }
       store_state(piece.state, WalkState::placed);
@@ -237,7 +250,7 @@ void Pool::write_slide(CompactionReport& report) {
       }
       if (scanned == count) break;
       if (written >= wanted) return given = written;
-      pause(round);
+      pause(round, spins);
     }
     finish();
     final = true;

@@ -1,5 +1,6 @@
 #pragma once
-// Internal to the pool: a fixed team of threads for a compaction's update (Pool::update_heaps).
+// Internal to the pool: a fixed team of threads for a compaction's walk, plan and update
+// (Pool::plan_slide, Pool::write_slide, Pool::update_heaps).
 // run(task) calls task(k) once for every k < size(): task 0 on the calling thread, task k always on
 // the team's k-th thread, so that part k of one pass runs on the thread that ran part k of the pass
 // before (whose core's cache, unless the thread moved, still holds that part's placements and
@@ -28,6 +29,9 @@ class WorkerTeam {
   WorkerTeam& operator=(const WorkerTeam&) = delete;
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()) + 1; }
+  /// Whether its threads spin between runs (at most as many members as the hardware's threads):
+  /// otherwise a task that waits on another member should yield at once.
+  bool spins() const { return spin_; }
 
   /// How long a thread spins for the next run, and the caller for the end of one, before sleeping.
   static constexpr std::chrono::microseconds spin_time{200};

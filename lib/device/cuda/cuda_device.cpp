@@ -111,7 +111,6 @@ class CudaDevice final : public Device {
     for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
     free_buffer(scratch_);
     free_buffer(staging_);
-    free_buffer(slide_room_);
     free_outgrown();
     cudaStreamDestroy(prep_stream_);
     cudaStreamDestroy(stream_);
@@ -220,38 +219,32 @@ class CudaDevice final : public Device {
         meanwhile, nullptr, nullptr);
   }
 
-  // Pinned memory the caller writes a slide's SlideMove records into, in the chunks of the kernel
-  // that small moves take (a part whose moves turn out large is chunked again when queued). Grown
-  // (never shrunk) when too small; no execution is under way (each waits for its work).
-  SlideRoom slide_room(std::size_t moves) override {
-    std::lock_guard lock(mutex_);
-    const std::size_t bytes = std::max<std::size_t>(moves, 1) * sizeof(SlideMove);
-    if (slide_room_.bytes < bytes) {
-      free_buffer(slide_room_);
-      check(cudaSetDevice(ordinal_), "cudaSetDevice");
-      void* data = nullptr;
-      check(cudaMallocHost(&data, bytes + bytes / 4), "cudaMallocHost (compaction staging)");
-      slide_room_.data = data;
-      slide_room_.bytes = bytes + bytes / 4;
-    }
-    return {static_cast<SlideMove*>(slide_room_.data),
-            cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp))};
+  // A caller that stages a slide itself counts chunks of the kernel that small moves take (a part
+  // whose moves turn out large is chunked again when queued), in pinned memory of its own.
+  std::uint32_t slide_chunk_bytes() const noexcept override {
+    return cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp));
+  }
+  void* obtain_staging(std::size_t bytes) override {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    void* memory = nullptr;
+    check(cudaMallocHost(&memory, std::max<std::size_t>(bytes, 1)), "cudaMallocHost (compaction staging)");
+    return memory;
+  }
+  void release_staging(void* memory) noexcept override {
+    if (memory != nullptr) cudaFreeHost(memory);
   }
 
   // The same, for moves that the caller's threads write while the GPU moves those written before.
   // The last part, written when those threads are free, is staged with them, unless the caller
-  // staged every part in the slide room.
+  // staged every part itself.
   ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
                                            gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                            const MovesWritten& written, const std::function<void()>& meanwhile,
-                                           const HostThreads* threads, bool staged) override {
-    if (staged && slide_room_.bytes < room.size() * sizeof(SlideMove))
-      throw invalid_argument(detail::message("a plan of ", room.size(), " moves staged in a slide room of ",
-                                             slide_room_.bytes / sizeof(SlideMove), "; take one as large first"));
+                                           const HostThreads* threads, SlideMove* staged) override {
     return queue_parts(
         room.size(), segment_bases, scratch,
         [&](bool& more) { return written_prefix(room, written, more); },
-        meanwhile, threads, staged ? static_cast<SlideMove*>(slide_room_.data) : nullptr);
+        meanwhile, threads, staged);
   }
 
   UseToken record_use_end(Stream stream) override {
@@ -430,7 +423,7 @@ class CudaDevice final : public Device {
   // Queues each new part of the plan as next() gives it, then calls `meanwhile` and waits. Room to
   // report a failed part is taken before any part runs: the report must not need host memory,
   // which may be what ran out. `last_threads` stage the last part (next() has cleared `more`);
-  // `staged`: the caller wrote every move as a SlideMove there too (slide_room).
+  // `staged`: the caller wrote every move as a SlideMove there too (slide_chunk_bytes).
   ExecutionResult queue_parts(std::size_t room, gsl::span<const std::uint64_t> segment_bases,
                               compactor::ChunkPlan& scratch, const NextPart& next,
                               const std::function<void()>& meanwhile, const HostThreads* last_threads,
@@ -566,10 +559,11 @@ class CudaDevice final : public Device {
     return true;
   }
 
-  // Queues a part of a slide that the caller staged (slide_room): its first chunk is its first
-  // move's, and its chunks end with its last move's. Kernel as kernel_for chooses, from the chunk
-  // count (at most chunk_bytes a chunk: the bytes, rounded up); a part that the block form moves
-  // is chunked again in place.
+  // Queues a part of a slide that the caller staged (slide_chunk_bytes): its first chunk is its first
+  // move's, and its chunks end with its last move's. The kernel is chosen as kernel_for chooses,
+  // but from the bytes rounded up to whole chunks (no pass over the part): for moves averaging
+  // just under warp_mean_bytes it may take the block form where kernel_for would take the warp
+  // form. A part that the block form moves is chunked again in place.
   void queue_staged_slide(SlideMove* staged, std::size_t count, Buffers& used) {
     const SlideMove& last = staged[count - 1];
     const std::uint32_t staged_limit = cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp));
@@ -657,7 +651,6 @@ class CudaDevice final : public Device {
   UseToken last_token_ = 0;
   std::vector<cudaEvent_t> prepared_events_;  ///< One a part: its preparation is done (order_after_preparation).
   GrowingBuffer staging_{.host = true};
-  GrowingBuffer slide_room_{.host = true};  ///< slide_room(): SlideMove records that the caller writes.
   GrowingBuffer scratch_{.host = false};
   std::vector<GrowingBuffer> outgrown_;  ///< Replaced by take() during the execution under way.
 };
