@@ -4,8 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include <vramkit/vramkit.hpp>
 
@@ -244,6 +247,54 @@ TEST_CASE("a move-kernel launch refused after earlier phases ran keeps their mov
     for (const auto& [handle, key] : kept) CHECK(vramkit_test::holds_pattern(pool, handle, key));
   }
   CHECK(launch >= 3);  // at least two phases: a launch refused after one ran was tried
+}
+
+TEST_CASE("two pools on one GPU whose teams write their slides at the same time keep every byte",
+          "[gpu][compaction][threads]") {
+  // Each pool stages its slide in memory of its own: with a staging room that the device lent,
+  // one pool's walkers could write over the other's records (review of a386570).
+  std::shared_ptr<Device> device = make_cuda_device();
+  struct Side {
+    std::unique_ptr<Pool> pool;
+    std::vector<std::pair<Handle, std::uint64_t>> kept;  // with the key of its pattern
+  };
+  std::vector<Side> sides(2);
+  for (std::size_t side = 0; side < sides.size(); ++side) {
+    Side& mine = sides[side];
+    mine.pool = std::make_unique<Pool>(PoolOptions{.capacity_bytes = 64_MiB, .compaction_threads = 4}, device);
+    std::mt19937_64 rng(side);
+    std::vector<Handle> gaps;
+    for (std::uint64_t i = 0; i < 36000; ++i) {
+      const Handle handle = mine.pool->allocate(256 * (1 + rng() % 4));
+      if (i % 3 == 0) {
+        gaps.push_back(handle);
+      } else {
+        vramkit_test::write_pattern(*mine.pool, handle, 1000000 * side + i);
+        mine.kept.emplace_back(handle, 1000000 * side + i);
+      }
+    }
+    for (Handle gap : gaps) mine.pool->free(gap);
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<CompactionReport> reports(2);
+    std::thread other([&] { reports[1] = sides[1].pool->compact(); });
+    reports[0] = sides[0].pool->compact();
+    other.join();
+    for (std::size_t side = 0; side < sides.size(); ++side) {
+      Side& mine = sides[side];
+      INFO("round " << round << ", pool " << side);
+      CHECK(reports[side].plan_threads == 3);
+      CHECK(reports[side].blocks_moved > 0);
+      CHECK(reports[side].fragmentation_after == 0.0);
+      for (const auto& [handle, key] : mine.kept) REQUIRE(vramkit_test::holds_pattern(*mine.pool, handle, key));
+      std::vector<std::pair<Handle, std::uint64_t>> still;  // every tenth freed for the next round
+      for (std::size_t i = 0; i < mine.kept.size(); ++i) {
+        if (i % 10 == 9) mine.pool->free(mine.kept[i].first);
+        else still.push_back(mine.kept[i]);
+      }
+      mine.kept = std::move(still);
+    }
+  }
 }
 
 TEST_CASE("a part of a slide the team writes whose launch is refused keeps the parts before, and every buffer intact",
