@@ -111,8 +111,6 @@ class CudaDevice final : public Device {
     for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
     free_buffer(scratch_);
     free_buffer(staging_);
-    for (GrowingBuffer& buffer : spare_staging_) free_buffer(buffer);
-    for (GrowingBuffer& buffer : lent_staging_) free_buffer(buffer);  // a caller that outlived the device
     free_outgrown();
     cudaStreamDestroy(prep_stream_);
     cudaStreamDestroy(stream_);
@@ -226,45 +224,14 @@ class CudaDevice final : public Device {
   std::uint32_t slide_chunk_bytes() const noexcept override {
     return cuda_detail::chunk_limit(forced_kernel_.value_or(MoveKernel::warp));
   }
-  // Pinned memory costs about a millisecond for the 4 MB of 100,000 moves (docs/benchmarks.md, run
-  // 63): what pools release is kept, up to spare_staging_limit, for the next pool that asks.
   void* obtain_staging(std::size_t bytes) override {
-    bytes = std::max<std::size_t>(bytes, 1);
-    std::lock_guard lock(staging_mutex_);
-    // Room to list it before anything changes (release_staging, which cannot fail, moves entries
-    // between the lists: the spares have room for every buffer there is).
-    lent_staging_.reserve(lent_staging_.size() + 1);
-    spare_staging_.reserve(spare_staging_.size() + lent_staging_.size() + 1);
-    auto best = spare_staging_.end();  // the smallest spare that is large enough
-    for (auto spare = spare_staging_.begin(); spare != spare_staging_.end(); ++spare)
-      if (spare->bytes >= bytes && (best == spare_staging_.end() || spare->bytes < best->bytes)) best = spare;
-    if (best != spare_staging_.end()) {
-      const GrowingBuffer taken = *best;
-      spare_staging_.erase(best);
-      spare_staging_bytes_ -= taken.bytes;
-      lent_staging_.push_back(taken);
-      return taken.data;
-    }
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
     void* memory = nullptr;
-    check(cudaMallocHost(&memory, bytes), "cudaMallocHost (compaction staging)");
-    lent_staging_.push_back({.host = true, .data = memory, .bytes = bytes});
+    check(cudaMallocHost(&memory, std::max<std::size_t>(bytes, 1)), "cudaMallocHost (compaction staging)");
     return memory;
   }
   void release_staging(void* memory) noexcept override {
-    if (memory == nullptr) return;
-    std::lock_guard lock(staging_mutex_);
-    const auto lent = std::find_if(lent_staging_.begin(), lent_staging_.end(),
-                                   [memory](const GrowingBuffer& buffer) { return buffer.data == memory; });
-    if (lent == lent_staging_.end()) return;  // not this device's
-    GrowingBuffer buffer = *lent;
-    lent_staging_.erase(lent);
-    if (spare_staging_bytes_ + buffer.bytes <= spare_staging_limit) {
-      spare_staging_.push_back(buffer);  // within the room obtain_staging took
-      spare_staging_bytes_ += buffer.bytes;
-    } else {
-      free_buffer(buffer);
-    }
+    if (memory != nullptr) cudaFreeHost(memory);
   }
 
   // The same, for moves that the caller's threads write while the GPU moves those written before.
@@ -686,11 +653,6 @@ class CudaDevice final : public Device {
   GrowingBuffer staging_{.host = true};
   GrowingBuffer scratch_{.host = false};
   std::vector<GrowingBuffer> outgrown_;  ///< Replaced by take() during the execution under way.
-  /// Staging memory that callers hold (obtain_staging) and that they released, kept for the next.
-  std::mutex staging_mutex_;
-  std::vector<GrowingBuffer> lent_staging_, spare_staging_;
-  std::size_t spare_staging_bytes_ = 0;
-  static constexpr std::size_t spare_staging_limit = 64u << 20;
 };
 
 }  // namespace
