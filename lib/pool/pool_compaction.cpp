@@ -185,11 +185,11 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
   // Every block may move at the granularity: the team writes the plan while the device runs it
   // (write_slide), or shares the walk and plan of a large segment before (plan_slide). The moves
   // are plan_full's, segment after segment.
-  if (pinned_ == 0 && over_aligned_ == 0 &&
-      (!in_parts || (budget == UINT64_MAX && options_.compaction_parts != CompactionParts::never &&
-                     start_team(largest) && writes_slide(budget, largest)))) {
+  const bool slides = pinned_ == 0 && over_aligned_ == 0;
+  if (slides) start_team(largest);
+  const bool written = slides && writes_slide(budget, largest);
+  if (written || (slides && !in_parts)) {
     const auto start = std::chrono::steady_clock::now();
-    start_team(largest);
     scratch.slide_moves.clear();
     scratch.slide_moves.reserve(live_blocks);
     scratch.placements.resize(segments_.size());  // the update's room (reserve_update), taken now
@@ -199,7 +199,7 @@ void Pool::compact_full(std::uint64_t max_bytes_moved, CompactionReport& report)
       scratch.placements[index].reserve(segments_[index]->heap.allocated_blocks());
     }
     scratch.placed_ahead = budget == UINT64_MAX;
-    if (writes_slide(budget, largest)) {
+    if (written) {
       reserve_update({});  // before the team walks the heaps
       write_slide(report);
       return;

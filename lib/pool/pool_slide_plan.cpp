@@ -115,14 +115,24 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
     report.plan_threads = std::max(report.plan_threads, threads);
   }
 
-  // The blocks that stay are packed from offset 0: what moves is the rest of the live bytes.
-  const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
-  scratch.moved[segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
+  note_slide_moved(segment, stay);
   if (budget != UINT64_MAX) {  // plan_full's stop: the moves up to the first that would pass the budget
     std::size_t kept = base;
     for (; kept < moves.size() && moves[kept].bytes <= budget; ++kept) budget -= moves[kept].bytes;
     moves.resize(kept);
   }
+}
+
+// What a segment's slide moves, the blocks before `stay` keeping their places (scratch.moved): the
+// blocks that stay are packed from offset 0, so what moves is the rest of the live bytes. Reads the
+// layout's entries of the blocks that stay.
+void Pool::note_slide_moved(std::size_t segment, std::size_t stay) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  const Heap& heap = segments_[segment]->heap;
+  const std::size_t live = heap.allocated_blocks();
+  const LiveBlocks& blocks = scratch.layout[segment];
+  const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
+  scratch.moved[segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
 }
 
 }  // namespace vramkit

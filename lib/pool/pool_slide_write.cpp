@@ -227,12 +227,7 @@ void Pool::write_slide(CompactionReport& report) {
     for (std::size_t index = 0; index < count; ++index) {
       const CompactionScratch::WalkPiece& piece = pieces[index];
       if (index + 1 < count && pieces[index + 1].segment == piece.segment) continue;  // not the segment's last
-      const Heap& heap = segments_[piece.segment]->heap;
-      const std::size_t live = heap.allocated_blocks();
-      const std::size_t stay = std::min(piece.stay, live);
-      const LiveBlocks& blocks = scratch.layout[piece.segment];
-      const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
-      scratch.moved[piece.segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
+      note_slide_moved(piece.segment, std::min(piece.stay, segments_[piece.segment]->heap.allocated_blocks()));
     }
   };
   const Device::MovesWritten written_so_far = [&](bool& final) noexcept {
