@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -174,6 +175,91 @@ TEST_CASE("heap rebuild after churn numbers blocks in address order and keeps ex
   REQUIRE(more);
   heap.free(ids.front());
   heap.check_invariants();
+}
+
+// The packed rebuild that a full compaction's walk writes ahead (Heap::write_packed): the same
+// heap as rebuild() gives from the same placements, and nothing changes before adopt_packed.
+TEST_CASE("heap packed rebuild equals rebuild, shows nothing until adopted and refuses blocks that do not tile",
+          "[heap]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "heap packed rebuild seed " << seed << '\n';
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const bool full = GENERATE(false, true);  // the blocks end at the capacity: no free block after them
+  Heap packed(16 << 20), rebuilt(16 << 20);
+  std::vector<vramkit::BlockId> live;
+  for (int step = 0; step < 3000; ++step) {  // the same churn in both heaps
+    if (live.empty() || rng() % 3 != 0) {
+      const std::uint64_t bytes = 256 * (1 + rng() % 32);
+      const auto a = packed.allocate(bytes, 256, static_cast<std::uint32_t>(step));
+      const auto b = rebuilt.allocate(bytes, 256, static_cast<std::uint32_t>(step));
+      REQUIRE(a.has_value() == b.has_value());
+      if (a) live.push_back(a->block);
+    } else {
+      const std::size_t pick = rng() % live.size();
+      packed.free(live[pick]);
+      rebuilt.free(live[pick]);
+      live[pick] = live.back();
+      live.pop_back();
+    }
+  }
+  std::vector<vramkit::HeapPlacement> placements;
+  std::uint64_t cursor = 0;
+  packed.for_each_block([&](const vramkit::HeapBlock& block) {
+    if (block.free) return;
+    placements.push_back({cursor, block.bytes, block.tag});
+    cursor += block.bytes;
+  });
+  if (full) {  // the last block grows to the end (a heap whose blocks fill it once packed)
+    placements.back().bytes += packed.capacity() - cursor;
+    cursor = packed.capacity();
+  }
+  REQUIRE(placements.size() > 100);
+  auto snapshot = [](const Heap& heap) {
+    std::vector<std::tuple<vramkit::BlockId, std::uint64_t, std::uint64_t, bool, std::uint32_t>> blocks;
+    heap.for_each_block([&](const vramkit::HeapBlock& block) {
+      blocks.emplace_back(block.id, block.offset, block.bytes, block.free, block.free ? 0 : block.tag);
+    });
+    return blocks;
+  };
+  const auto before = snapshot(packed);
+  const auto statistics_before = packed.statistics();
+  packed.prepare_packed(placements.size());
+  for (std::size_t index = placements.size(); index-- > 0;)  // any order, as the walk's threads write them
+    packed.write_packed(index, placements[index].offset, placements[index].bytes, placements[index].tag);
+  CHECK(snapshot(packed) == before);  // written, not adopted
+  // Blocks that do not end where the caller says, or none: refused, nothing changed.
+  CHECK_THROWS_AS(packed.adopt_packed(placements.size(), cursor - 256), std::logic_error);
+  CHECK_THROWS_WITH(packed.adopt_packed(placements.size(), cursor + 256), Catch::Contains(std::to_string(cursor + 256)));
+  CHECK_THROWS_AS(packed.adopt_packed(0, 0), std::logic_error);
+  CHECK(snapshot(packed) == before);
+  CHECK(packed.statistics().free_bytes == statistics_before.free_bytes);
+  packed.check_invariants();
+
+  packed.adopt_packed(placements.size(), cursor);
+  packed.check_invariants();
+  const auto ids = rebuilt.rebuild(placements);
+  CHECK(snapshot(packed) == snapshot(rebuilt));
+  for (std::size_t index = 0; index < ids.size(); ++index) REQUIRE(ids[index] == index);
+  const auto a = packed.statistics(), b = rebuilt.statistics();
+  CHECK(a.free_bytes == b.free_bytes);
+  CHECK(a.free_ranges == b.free_ranges);
+  CHECK(a.allocated_blocks == b.allocated_blocks);
+  CHECK(a.largest_free_block == b.largest_free_block);
+  CHECK(a.sum_of_squared_free == b.sum_of_squared_free);
+  // Both serve and free alike afterwards, and a second packed rebuild reuses the replaced nodes.
+  for (int step = 0; step < 200; ++step) {
+    const auto x = packed.allocate(256 * (1 + step % 7), 256, 1000u + step);
+    const auto y = rebuilt.allocate(256 * (1 + step % 7), 256, 1000u + step);
+    REQUIRE(x.has_value() == y.has_value());
+    if (x) CHECK(x->offset == y->offset);
+    if (step % 3 == 0) {
+      packed.free(ids[step]);
+      rebuilt.free(ids[step]);
+    }
+  }
+  packed.check_invariants();
+  CHECK(snapshot(packed) == snapshot(rebuilt));
 }
 
 TEST_CASE("heap allocate_at claims exactly the range asked for, inside one free block", "[heap]") {

@@ -118,6 +118,23 @@ class Heap {
     finish_rebuild_parts(job);
   }
 
+  /// A rebuild written ahead by other threads, for blocks that end packed from offset 0 in
+  /// address order (a full compaction's slide), while the heap is still read. prepare_packed(count)
+  /// takes the room for count blocks (kept for the next time; throws std::bad_alloc, changing
+  /// nothing). Then write_packed(k, ...) writes block k's node (k < count, each once, from any
+  /// thread): that changes nothing the heap shows, and reading it meanwhile is safe. Then
+  /// adopt_packed(count, end) replaces every block with those count blocks, block k getting id k,
+  /// and one free block from `end` on; allocates nothing. It checks that the first block starts at
+  /// 0 and the last ends at `end` within the capacity, else throws std::logic_error changing
+  /// nothing: the writer makes each block start where the one before it ends (check_invariants
+  /// verifies that too). Unless adopted, what was written is left unused.
+  void prepare_packed(std::size_t count);
+  void write_packed(std::size_t index, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) noexcept {
+    const auto id = static_cast<BlockId>(index);
+    packed_[index] = {offset, bytes, id == 0 ? no_block : id - 1, id + 1, no_block, no_block, tag, 0, false, true};
+  }
+  void adopt_packed(std::size_t count, std::uint64_t end);
+
   HeapBlock block(BlockId id) const {
     const Node& node = nodes_[id];  // inline: the compactor's walk calls it once per block
     return {id, node.offset, node.bytes, node.free, node.tag};
@@ -220,6 +237,9 @@ class Heap {
   std::uint64_t granularity_;
   unsigned granularity_log2_;
   std::vector<Node, detail::DefaultInitAllocator<Node>> nodes_;
+  /// Nodes that prepare_packed sized and write_packed fills; the nodes that adopt_packed replaced
+  /// are kept here for the next time.
+  std::vector<Node, detail::DefaultInitAllocator<Node>> packed_;
   BlockId spare_head_ = no_block;  ///< Nodes describing no block, linked by next_physical.
   std::size_t spare_count_ = 0;
   BlockId first_ = no_block;

@@ -213,7 +213,7 @@ class Pool {
   void run_parts(unsigned parts, Task&& task);
   bool merge_placements(gsl::span<const compactor::Move> moves, const ExecutionResult& result,
                         const Layout& layout, CompactionReport& report);
-  void rebuild_heap(std::size_t segment, bool sorted, std::size_t slots_from, CompactionReport& report);
+  void rebuild_heap(std::size_t segment, bool sorted, std::size_t slots_from, bool packed, CompactionReport& report);
   void check_guard_locked(std::uint32_t slot) const;
   void write_guard(std::uint32_t slot);
   PoolStatistics statistics_locked() const;

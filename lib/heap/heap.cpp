@@ -548,6 +548,39 @@ void Heap::finish_rebuild_parts(const RebuildParts& job) noexcept {
   first_ = 0;  // the capacity is positive: some block starts at 0
 }
 
+// Room for count blocks and the free block after them, and for a rebuild into the nodes that
+// adopt_packed then replaces (reserve_rebuild's): adopted, they become nodes_ and keep it.
+void Heap::prepare_packed(std::size_t count) {
+  if (count >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
+  packed_.reserve(2 * count + 1);
+  packed_.resize(count + 1);  // writes nothing (DefaultInitAllocator): write_packed fills them
+}
+
+void Heap::adopt_packed(std::size_t count, std::uint64_t end) {
+  if (count == 0 || count + 1 > packed_.size() || packed_[0].offset != 0 ||
+      packed_[count - 1].offset + packed_[count - 1].bytes != end || end > capacity_) {
+    throw std::logic_error(detail::message("heap rebuild: ", count, " packed blocks do not start at 0 and end at ",
+                                           end, " within the capacity ", capacity_));
+  }
+  nodes_.swap(packed_);
+  nodes_.resize(count);  // within the size prepare_packed gave
+  clear_for_rebuild();
+  allocated_blocks_ = count;
+  if (end < capacity_) {
+    const auto id = static_cast<BlockId>(count);
+    Node& node = nodes_.emplace_back(blank_node());  // within capacity (prepare_packed)
+    node.offset = end;
+    node.bytes = capacity_ - end;
+    node.in_use = true;
+    node.previous_physical = id - 1;
+    insert_free(id);
+    count_free(node.bytes);
+  } else {
+    nodes_[count - 1].next_physical = no_block;
+  }
+  first_ = 0;
+}
+
 void Heap::set_tag(BlockId id, std::uint32_t tag) {
   Expects(id < nodes_.size() && nodes_[id].in_use && !nodes_[id].free);
   nodes_[id].tag = tag;

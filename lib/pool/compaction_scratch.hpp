@@ -75,6 +75,9 @@ struct Pool::CompactionScratch {
   /// rebuild will number them): the update then writes only those of the blocks that stay. Taken
   /// with placed_ahead; a fallback to the merge writes every slot again.
   bool slots_ahead = false;
+  /// Whether write_slide also wrote each touched heap's nodes as its rebuild would
+  /// (Heap::write_packed): the update then adopts them. Taken with slots_ahead.
+  bool nodes_ahead = false;
   /// Host memory of the device's (Device::obtain_staging, pinned on the CUDA device) where
   /// write_slide stages its moves as the device uploads them, with room for staging_moves;
   /// released by ~Pool. Each pool has its own: pools may share a device.

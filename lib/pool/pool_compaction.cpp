@@ -128,7 +128,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.moves.clear();
-  scratch.placed_ahead = scratch.slots_ahead = scratch.slide_staged = false;
+  scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = scratch.slide_staged = false;
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
     if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);
@@ -530,29 +530,37 @@ bool Pool::merge_placements(gsl::span<const compactor::Move> moves, const Execut
 // then writes each of its slots once: place and block id. Both split into the same parts, so that
 // each thread writes the slots of the blocks whose ids it made. The slots of placements
 // [slots_from, end) were written ahead (write_slide), each with its index as the block id, which a
-// rebuild without gaps gives: checked at both ends (ids ascend), else std::logic_error.
-void Pool::rebuild_heap(std::size_t segment, bool sorted, std::size_t slots_from, CompactionReport& report) {
+// rebuild without gaps gives: checked at both ends (ids ascend), else std::logic_error. `packed`:
+// the heap's nodes were written ahead too (write_slide, Heap::write_packed), packed from offset 0
+// in the placements' order: the heap adopts them, each block's id its index.
+void Pool::rebuild_heap(std::size_t segment, bool sorted, std::size_t slots_from, bool packed,
+                        CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   auto& list = scratch.placements[segment];
   auto by_offset = [](const HeapPlacement& a, const HeapPlacement& b) { return a.offset < b.offset; };
   if (!sorted && !std::is_sorted(list.begin(), list.end(), by_offset)) std::sort(list.begin(), list.end(), by_offset);
   std::vector<BlockId>& ids = scratch.ids;
   Heap& heap = segments_[segment]->heap;
-  const unsigned parts = update_parts(list.size());
-  report.update_threads = std::max(report.update_threads, parts);
-  if (parts == 1)
+  unsigned parts = update_parts(list.size());
+  if (packed) {
+    heap.adopt_packed(list.size(), list.empty() ? 0 : list.back().offset + list.back().bytes);
+    parts = update_parts(slots_from);  // what is left: the slots of the blocks that stay
+  } else if (parts == 1) {
     heap.rebuild(list, ids);
-  else
+  } else {
     heap.rebuild_in_parts(list, ids, parts, [&](auto&& task) { run_parts(parts, task); });
-  if (slots_from < list.size() && (ids[slots_from] != slots_from || ids.back() != list.size() - 1))
+  }
+  if (!packed && slots_from < list.size() && (ids[slots_from] != slots_from || ids.back() != list.size() - 1))
     throw std::logic_error("heap rebuild: the blocks whose slots were written ahead got other ids");
+  report.update_threads = std::max(report.update_threads, parts);
+  const std::size_t split = packed ? slots_from : list.size();  // the rebuild's parts, or the slots'
   run_parts(parts, [&](unsigned part) noexcept {
-    const std::size_t end = std::min(slots_from, list.size() * (part + 1) / parts);
-    for (std::size_t index = list.size() * part / parts; index < end; ++index) {
+    const std::size_t end = std::min(slots_from, split * (part + 1) / parts);
+    for (std::size_t index = split * part / parts; index < end; ++index) {
       Slot& entry = (*table_)[list[index].tag];
       entry.segment = static_cast<std::uint32_t>(segment);
       entry.offset = list[index].offset;
-      entry.block = ids[index];
+      entry.block = packed ? static_cast<BlockId>(index) : ids[index];
     }
   });
 }
@@ -588,6 +596,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
   if (scratch.placed_ahead && result.complete) {  // the plan placed every block as the moves leave it, in order
     scratch.placed_ahead = false;
     const bool slots_ahead = std::exchange(scratch.slots_ahead, false);
+    const bool nodes_ahead = std::exchange(scratch.nodes_ahead, false);
     touched.assign(segments_.size(), 0);
     for (std::size_t index = 0; index < segments_.size(); ++index) {
       if (scratch.moved[index].blocks == 0) continue;
@@ -597,11 +606,13 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     }
     for (std::size_t index = 0; index < segments_.size(); ++index) {
       const std::size_t blocks = scratch.placements[index].size();
-      if (touched[index]) rebuild_heap(index, true, slots_ahead ? blocks - scratch.moved[index].blocks : blocks, report);
+      if (touched[index])
+        rebuild_heap(index, true, slots_ahead ? blocks - scratch.moved[index].blocks : blocks, slots_ahead && nodes_ahead,
+                     report);
     }
     return;
   }
-  scratch.placed_ahead = scratch.slots_ahead = false;
+  scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = false;
   clear();
   if (!merge_placements(moves, result, layout, report)) {
     clear();
@@ -632,7 +643,7 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     }
   }
   for (std::size_t index = 0; index < segments_.size(); ++index) {
-    if (touched[index]) rebuild_heap(index, false, placements[index].size(), report);
+    if (touched[index]) rebuild_heap(index, false, placements[index].size(), false, report);
   }
 }
 

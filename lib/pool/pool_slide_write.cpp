@@ -37,9 +37,14 @@ namespace vramkit {
 namespace {
 
 /// The moves the device is given first: about 20 us of the H100's moving at layout (b)'s sizes,
-/// so it starts early. Each later part is at least as large as all before it, so that a part's
-/// launch and the GPU's tail at its end come a few times a compaction.
+/// so it starts early. Each later part holds what has been written since, once that is at least
+/// as many moves and at least a later_part_share-th of those given before. The walk keeps about
+/// the GPU's pace, so what the GPU moves after the walk ends is about the last part: when each
+/// part was as large as all before it, that was up to half the moves (a third on layout (b), about
+/// 0.3 ms on the H100; docs/benchmarks.md, run 64). An eighth bounds it to a ninth, for about 20
+/// parts on 100,000 moves, each a few CUDA calls of the calling thread while the team walks.
 constexpr std::size_t first_part_moves = 2048;
+constexpr std::size_t later_part_share = 8;
 
 using pool_detail::WalkState;
 
@@ -98,6 +103,15 @@ void Pool::write_slide(CompactionReport& report) {
     scratch.layout[segment].resize(live);      // within the room taken, and writes nothing
     scratch.placements[segment].resize(live);  // the same
   }
+  // The heaps' nodes after the slide, written by the walk too (the update then adopts them),
+  // unless host memory for them is not to be had: the update then rebuilds the heaps.
+  bool nodes_ahead = true;
+  try {
+    for (const auto& segment : segments_)
+      if (segment->heap.allocated_blocks() != 0) segment->heap.prepare_packed(segment->heap.allocated_blocks());
+  } catch (const std::bad_alloc&) {
+    nodes_ahead = false;
+  }
   auto& moves = scratch.slide_moves;
   Expects(moves.empty() && moves.capacity() >= live_blocks);
   moves.resize(live_blocks);  // the room for every move; writes nothing
@@ -124,6 +138,7 @@ void Pool::write_slide(CompactionReport& report) {
   compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
   scratch.slide_staged = staging != nullptr;
   scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move
+  scratch.nodes_ahead = nodes_ahead;
   const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
   const auto walk = [&](unsigned thread) noexcept {
@@ -188,6 +203,11 @@ void Pool::write_slide(CompactionReport& report) {
       pool_detail::place_slide(piece.blocks.data(), piece.blocks.size(), first_index, cursor, stay, piece.segment,
                                scratch.layout[piece.segment].data(), moves.data() + moves_base,
                                scratch.placements[piece.segment].data());
+      if (nodes_ahead) {  // the heap's nodes after the slide: its blocks packed, each id its index
+        Heap& rebuilt = segments_[piece.segment]->heap;
+        for (std::size_t at = first_index; at < end_index; ++at)
+          rebuilt.write_packed(at, placed[at].offset, placed[at].bytes, placed[at].tag);
+      }
       // The slots of the blocks that move, as the update would write them once every move has
       // completed: the block ids are the indices that the heap's rebuild will give (slots_ahead).
       const std::uint64_t base = segments_[piece.segment]->base;
@@ -215,7 +235,7 @@ void Pool::write_slide(CompactionReport& report) {
     report.plan_seconds += std::chrono::steady_clock::now() - started;
     report.plan_threads = std::max(report.plan_threads, walkers);
     if (failed) {  // the layout whole for the update's merge, which takes the moves written
-      scratch.placed_ahead = scratch.slots_ahead = false;
+      scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = false;
       for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
         scratch.layout[segment].clear();
         BlockId next = segments_[segment]->heap.first();
@@ -231,7 +251,7 @@ void Pool::write_slide(CompactionReport& report) {
     }
   };
   const Device::MovesWritten written_so_far = [&](bool& final) noexcept {
-    const std::size_t wanted = given + std::max(first_part_moves, given);
+    const std::size_t wanted = given + std::max(first_part_moves, given / later_part_share);
     for (unsigned round = 1;; ++round) {
       for (unsigned state; scanned < count && (state = load_state(pieces[scanned].state)) != WalkState::walking;) {
         if (state == WalkState::failed) {
