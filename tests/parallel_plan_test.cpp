@@ -165,6 +165,7 @@ struct Outcome {
   Map map;
   std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> reports;  // blocks, bytes moved, largest free
   std::vector<unsigned> plan_threads;  // each compaction's
+  std::vector<int> written;            // each compaction's written_while_moving
 };
 
 /// Every segment's live blocks packed from its start: a full compaction's end.
@@ -216,6 +217,7 @@ Outcome compact_unpinned(unsigned threads, CompactionParts parts, std::uint64_t 
     const CompactionReport report = pool.compact(options);
     outcome.reports.emplace_back(report.blocks_moved, report.bytes_moved, report.largest_free_after);
     outcome.plan_threads.push_back(report.plan_threads);
+    outcome.written.push_back(report.written_while_moving ? 1 : 0);
     pool.check_invariants();
     for (std::size_t index = 0; index < handles.size(); ++index)
       if (handles[index] != Handle{}) REQUIRE(vramkit_test::holds_pattern(pool, handles[index], keys[index]));
@@ -258,7 +260,8 @@ TEST_CASE("a walk and plan that threads share move what plan_full moves and keep
   CHECK(std::get<0>(reference.reports[0]) < std::get<0>(reference.reports[1]));  // the budget stopped the first
   CHECK(alone.map == reference.map);
   CHECK(shared.map == reference.map);
-  // The team writes the plans without a budget: all its threads but the calling one walk.
+  // The team writes the plans without a budget (written_while_moving), the calling thread walking
+  // too between the parts it gives the device.
   for (const auto& [threads, parts] : {std::pair{2u, CompactionParts::automatic}, std::pair{4u, CompactionParts::always},
                                        std::pair{8u, CompactionParts::automatic}}) {
     INFO(threads << " threads");
@@ -266,8 +269,10 @@ TEST_CASE("a walk and plan that threads share move what plan_full moves and keep
     // With a budget, `always` keeps compactor::FullPlanner (one thread) and `automatic` plan_slide.
     const unsigned budgeted = parts == CompactionParts::always ? 1 : threads;
     CHECK(std::vector<unsigned>(written.plan_threads.begin(), written.plan_threads.begin() + 2) ==
-          std::vector<unsigned>{budgeted, threads - 1});
-    CHECK(std::all_of(written.plan_threads.begin() + 1, written.plan_threads.end(), shared_or_alone(threads - 1)));
+          std::vector<unsigned>{budgeted, threads});
+    CHECK(std::all_of(written.plan_threads.begin() + 1, written.plan_threads.end(), shared_or_alone(threads)));
+    CHECK(written.written[0] == 0);  // the budget
+    CHECK(written.written[1] == 1);
     CHECK(written.reports == reference.reports);
     CHECK(written.map == reference.map);
   }

@@ -43,13 +43,15 @@ vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std:
   // The first part and a move always exist; how many parts there are depends on how fast the
   // team writes, so a later part's fault may find no part to fail.
   if (faults.move_at != 0 || faults.part_at == 1) CHECK_THAT(error, Catch::Contains("injected"));
-  const unsigned walkers = threads == 1 ? 1 : threads - 1;  // one thread plans alone (plan_slide)
-  if (error.empty()) CHECK(report.plan_threads == walkers);
+  const bool written = threads > 1;  // one thread plans alone (plan_slide)
+  if (error.empty()) CHECK(report.plan_threads == threads);
+  if (error.empty()) CHECK(report.written_while_moving == written);
   pool.check_invariants();
   for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
   device->set_faults({});
   report = pool.compact();
-  CHECK(report.plan_threads == walkers);
+  CHECK(report.plan_threads == threads);
+  CHECK(report.written_while_moving == written);
   pool.check_invariants();
   for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
   CHECK(pool.statistics().fragmentation() == 0.0);
@@ -133,7 +135,8 @@ TEST_CASE("the moves that the team stages for the device are those the device wo
         }
       }
       const CompactionReport report = pool.compact({.release_empty_segments = false});
-      CHECK(report.plan_threads == 3);
+      CHECK(report.plan_threads == 4);
+      CHECK(report.written_while_moving);
       CHECK(report.blocks_moved > 30000);
       // Staged when the segments ascend, as the device's searches need (host memory: either way).
       const bool bases_ascend = pool.statistics().segments == 1 || pool.address(all[1]) < pool.address(all.back());
@@ -164,7 +167,7 @@ TEST_CASE("a compaction whose plan the team writes while the device runs it keep
   const vramkit_test::BlockMap reference = compact_through({}, 1, seed);
   for (const HostFaults faults : {HostFaults{.move_at = 1}, HostFaults{.move_at = 1500}, HostFaults{.move_at = 20000},
                                   HostFaults{.part_at = 1}, HostFaults{.part_at = 2}, HostFaults{.part_at = 3}}) {
-    for (const unsigned threads : {3u, 4u}) {  // 2 and 3 walkers: plan_threads tells write_slide from one thread
+    for (const unsigned threads : {3u, 4u}) {  // the team writes the plan (written_while_moving)
       INFO("move_at " << faults.move_at << ", part_at " << faults.part_at << ", " << threads << " threads");
       CHECK(compact_through(faults, threads, seed) == reference);
     }

@@ -32,8 +32,13 @@ struct CompactionReport {
   /// The most threads that shared the update of one heap and its slots (PoolOptions::compaction_threads).
   unsigned update_threads = 1;
   /// The most threads that shared the walk and plan of one heap: more than 1 only for a full
-  /// compaction planned first in which every live block may move at the granularity.
+  /// compaction in which every live block may move at the granularity.
   unsigned plan_threads = 1;
+  /// Whether the team wrote the plan while the device moved what was written (a full compaction
+  /// without a byte budget in which every live block may move at the granularity, unless
+  /// PoolOptions::compaction_parts is `never`): the walk then also wrote the heaps' nodes, and
+  /// update_threads counts only the threads that wrote the slots of blocks that stayed.
+  bool written_while_moving = false;
   std::chrono::duration<double> seconds{0};          ///< End to end.
   /// Walking the heaps and planning the moves (host). A full compaction plans in parts inside
   /// execute_seconds, while the device moves the parts planned before (Pool::compact).

@@ -43,7 +43,7 @@ namespace {
 /// part was as large as all before it, that was up to half the moves (a third on layout (b), about
 /// 0.3 ms on the H100; docs/benchmarks.md, run 64). An eighth bounds it to a ninth, for about 20
 /// parts on 100,000 moves, each a few CUDA calls of the calling thread while the team walks.
-constexpr std::size_t first_part_moves = 2048;
+constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
 
 using pool_detail::WalkState;
@@ -78,7 +78,7 @@ bool Pool::writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks
 void Pool::write_slide(CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   const auto started = std::chrono::steady_clock::now();
-  const unsigned walkers = team_->size() - 1;
+  const unsigned walkers = team_->size();  // the calling thread too, between parts
   auto& pieces = scratch.pieces;
   std::size_t count = 0;
   std::size_t live_blocks = 0;
@@ -141,90 +141,93 @@ void Pool::write_slide(CompactionReport& report) {
   scratch.nodes_ahead = nodes_ahead;
   const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
-  const auto walk = [&](unsigned thread) noexcept {
-    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) {
-      CompactionScratch::WalkPiece& piece = pieces[index];
-      const Heap& heap = segments_[piece.segment]->heap;
-      piece.blocks.clear();
-      piece.walker = thread;
-      std::uint64_t bytes = 0;
-      std::uint64_t chunks = 0, chunks_after_free = 0;  // of its blocks, and of those after its first free block
-      std::size_t live_before_free = SIZE_MAX;
-      bool walked = true;
-      try {
-        live_before_free = pool_detail::walk_piece(
-            heap, piece.start, piece.end, options_.granularity, piece.blocks, bytes,
-            [&](std::uint64_t block_bytes, bool after_free) {
-              if (staging == nullptr) return;
-              const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, chunk_bytes);
-              chunks += block_chunks;
-              if (after_free) chunks_after_free += block_chunks;
-            });
-      } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
-        walked = false;
-      }
-      // Where the pieces before it end: the one before it publishes that, having been taken first.
-      std::size_t first_index = 0, stay = SIZE_MAX, moves_base = 0;
-      std::uint64_t cursor = 0, first_chunk = 0;
-      if (index != 0) {
-        CompactionScratch::WalkPiece& previous = pieces[index - 1];
-        unsigned state;
-        for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round)
-          pause(round, spins);
-        first_chunk = previous.chunks_end;
-        if (state == WalkState::failed) {
-          walked = false;
-        } else if (previous.segment == piece.segment) {
-          first_index = previous.first_index + previous.blocks.size();
-          cursor = previous.cursor + previous.bytes;
-          stay = previous.stay;
-          moves_base = previous.moves_base;
-        } else {
-          moves_base = previous.moves_end;
-        }
-      }
-      if (!walked) {
-        store_state(piece.state, WalkState::failed);
-        continue;
-      }
-      // The segment's first free block ends the blocks that stay (packed from its start).
-      const std::uint64_t moving_chunks = stay != SIZE_MAX ? chunks : live_before_free != SIZE_MAX ? chunks_after_free : 0;
-      if (stay == SIZE_MAX && live_before_free != SIZE_MAX) stay = first_index + live_before_free;
-      piece.chunks_end = first_chunk + moving_chunks;
-      piece.bytes = bytes;
-      piece.first_index = first_index;
-      piece.cursor = cursor;
-      piece.stay = stay;
-      piece.moves_base = moves_base;
-      const std::size_t end_index = first_index + piece.blocks.size();
-      piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : end_index - stay);
-      store_state(piece.state, WalkState::published);
-      const HeapPlacement* placed = scratch.placements[piece.segment].data();
-      pool_detail::place_slide(piece.blocks.data(), piece.blocks.size(), first_index, cursor, stay, piece.segment,
-                               scratch.layout[piece.segment].data(), moves.data() + moves_base,
-                               scratch.placements[piece.segment].data());
-      if (nodes_ahead) {  // the heap's nodes after the slide: its blocks packed, each id its index
-        Heap& rebuilt = segments_[piece.segment]->heap;
-        for (std::size_t at = first_index; at < end_index; ++at)
-          rebuilt.write_packed(at, placed[at].offset, placed[at].bytes, placed[at].tag);
-      }
-      // The slots of the blocks that move, as the update would write them once every move has
-      // completed: the block ids are the indices that the heap's rebuild will give (slots_ahead).
-      const std::uint64_t base = segments_[piece.segment]->base;
-      for (std::size_t at = std::max(first_index, std::min(stay, end_index)); at < end_index; ++at) {
-        const compactor::LiveBlock& block = piece.blocks[at - first_index];
-        Slot& entry = (*table_)[block.tag];
-        entry.offset = placed[at].offset;
-        entry.block = static_cast<BlockId>(at);
-        if (staging != nullptr) {  // the device uploads it as it is (Device::slide_chunk_bytes)
-          const std::size_t move = moves_base + at - stay;
-          staging[move] = {base + block.offset, base + placed[at].offset, block.bytes,
-                           static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
-          first_chunk += compactor::detail::chunk_count(block.bytes, chunk_bytes);
-        }
-      }
-      store_state(piece.state, WalkState::placed);
+  // Walks piece `index` (taken in order: the pieces before it are being walked, or were), as
+  // team member `thread`.
+  const auto walk_one = [&](std::size_t index, unsigned thread) noexcept {
+    CompactionScratch::WalkPiece& piece = pieces[index];
+    const Heap& heap = segments_[piece.segment]->heap;
+    piece.blocks.clear();
+    piece.walker = thread;
+    std::uint64_t bytes = 0;
+    std::uint64_t chunks = 0, chunks_after_free = 0;  // of its blocks, and of those after its first free block
+    std::size_t live_before_free = SIZE_MAX;
+    bool walked = true;
+    try {
+      live_before_free = pool_detail::walk_piece(
+          heap, piece.start, piece.end, options_.granularity, piece.blocks, bytes,
+          [&](std::uint64_t block_bytes, bool after_free) {
+            if (staging == nullptr) return;
+            const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, chunk_bytes);
+            chunks += block_chunks;
+            if (after_free) chunks_after_free += block_chunks;
+          });
+    } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
+      walked = false;
     }
+    // Where the pieces before it end: the one before it publishes that, having been taken first.
+    std::size_t first_index = 0, stay = SIZE_MAX, moves_base = 0;
+    std::uint64_t cursor = 0, first_chunk = 0;
+    if (index != 0) {
+      CompactionScratch::WalkPiece& previous = pieces[index - 1];
+      unsigned state;
+      for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round)
+        pause(round, spins);
+      first_chunk = previous.chunks_end;
+      if (state == WalkState::failed) {
+        walked = false;
+      } else if (previous.segment == piece.segment) {
+        first_index = previous.first_index + previous.blocks.size();
+        cursor = previous.cursor + previous.bytes;
+        stay = previous.stay;
+        moves_base = previous.moves_base;
+      } else {
+        moves_base = previous.moves_end;
+      }
+    }
+    if (!walked) {
+      store_state(piece.state, WalkState::failed);
+      return;
+    }
+    // The segment's first free block ends the blocks that stay (packed from its start).
+    const std::uint64_t moving_chunks = stay != SIZE_MAX ? chunks : live_before_free != SIZE_MAX ? chunks_after_free : 0;
+    if (stay == SIZE_MAX && live_before_free != SIZE_MAX) stay = first_index + live_before_free;
+    piece.chunks_end = first_chunk + moving_chunks;
+    piece.bytes = bytes;
+    piece.first_index = first_index;
+    piece.cursor = cursor;
+    piece.stay = stay;
+    piece.moves_base = moves_base;
+    const std::size_t end_index = first_index + piece.blocks.size();
+    piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : end_index - stay);
+    store_state(piece.state, WalkState::published);
+    const HeapPlacement* placed = scratch.placements[piece.segment].data();
+    pool_detail::place_slide(piece.blocks.data(), piece.blocks.size(), first_index, cursor, stay, piece.segment,
+                             scratch.layout[piece.segment].data(), moves.data() + moves_base,
+                             scratch.placements[piece.segment].data());
+    if (nodes_ahead) {  // the heap's nodes after the slide: its blocks packed, each id its index
+      Heap& rebuilt = segments_[piece.segment]->heap;
+      for (std::size_t at = first_index; at < end_index; ++at)
+        rebuilt.write_packed(at, placed[at].offset, placed[at].bytes, placed[at].tag);
+    }
+    // The slots of the blocks that move, as the update would write them once every move has
+    // completed: the block ids are the indices that the heap's rebuild will give (slots_ahead).
+    const std::uint64_t base = segments_[piece.segment]->base;
+    for (std::size_t at = std::max(first_index, std::min(stay, end_index)); at < end_index; ++at) {
+      const compactor::LiveBlock& block = piece.blocks[at - first_index];
+      Slot& entry = (*table_)[block.tag];
+      entry.offset = placed[at].offset;
+      entry.block = static_cast<BlockId>(at);
+      if (staging != nullptr) {  // the device uploads it as it is (Device::slide_chunk_bytes)
+        const std::size_t move = moves_base + at - stay;
+        staging[move] = {base + block.offset, base + placed[at].offset, block.bytes,
+                         static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
+        first_chunk += compactor::detail::chunk_count(block.bytes, chunk_bytes);
+      }
+    }
+    store_state(piece.state, WalkState::placed);
+  };
+  const auto walk = [&](unsigned thread) noexcept {
+    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index, thread);
   };
 
   // The calling thread's share: report each prefix of pieces placed in full, then the end.
@@ -234,6 +237,7 @@ void Pool::write_slide(CompactionReport& report) {
     team_->join();
     report.plan_seconds += std::chrono::steady_clock::now() - started;
     report.plan_threads = std::max(report.plan_threads, walkers);
+    report.written_while_moving = true;
     if (failed) {  // the layout whole for the update's merge, which takes the moves written
       scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = false;
       for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
@@ -265,6 +269,12 @@ void Pool::write_slide(CompactionReport& report) {
       }
       if (scanned == count) break;
       if (written >= wanted) return given = written;
+      // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
+      // thread's, as the team's threads may take tens of microseconds to wake.
+      if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
+        walk_one(index, 0);
+        continue;
+      }
       pause(round, spins);
     }
     finish();
