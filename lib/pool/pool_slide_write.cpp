@@ -3,23 +3,24 @@
 //
 // For the case plan_slide serves (every live block may move at the granularity) with no byte
 // budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken one
-// at a time by the team's threads (not the calling one). A thread walks its piece, then waits for
-// the piece before it to publish where it ends (its blocks, bytes, moves and chunks so far: a
-// chain of look-backs, each a few loads, as the pieces before were taken first and are being
-// walked), publishes its own, and writes, from its core's cache, its layout entries, moves and
-// places, the slots of its blocks that move (their places and the block ids that the heap's
-// rebuild will give them: the update then writes only the slots of the blocks that stay), and,
-// when the device takes a slide staged by its caller (Device::slide_chunk_bytes: the CUDA
-// device), the moves as the device uploads them, into the pool's own pinned staging memory. The
-// calling thread meanwhile gives the device each prefix of pieces written in full
-// (Device::execute_moves_as_written): first a few thousand moves, then each part at least as
-// large as all before it. The moves are exactly compactor::plan_full's, segment after segment
-// (tests/parallel_plan_test.cpp).
+// at a time by the team's threads. A thread walks its piece, then waits for the piece before it
+// to publish where it ends (its blocks, bytes, moves and chunks so far: a chain of look-backs,
+// each a few loads, as the pieces before were taken first and are being walked), publishes its
+// own, and writes, from its core's cache, its layout entries, moves and places, the heap's nodes
+// after the slide (Heap::write_packed: the update then adopts them instead of rebuilding the
+// heap), the slots of its blocks that move (their places and block ids: the update then writes
+// only the slots of the blocks that stay), and, when the device takes a slide staged by its caller
+// (Device::slide_chunk_bytes: the CUDA device), the moves as the device uploads them, into the
+// pool's own pinned staging memory. The calling thread gives the device each prefix of pieces
+// written in full (Device::execute_moves_as_written), and walks a piece itself whenever it has
+// none to give: it takes the first at once, while the team's threads wake. The moves are exactly
+// compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
 //
-// On the H100 (docs/benchmarks.md, runs 58 to 62) the first part of layout (b) was written about
-// 0.1 ms after the walk began, and the walk of its 100,000 blocks on 7 threads took about as
-// long as the GPU's moves (1.0..1.1 ms against 0.84). Staged by the calling thread from moves that
-// other cores wrote, a part had cost about 14 ns a move, more than the GPU took to move it.
+// On the H100 (docs/benchmarks.md) the walk of layout (b)'s 100,000 blocks took about as long as
+// the GPU's moves (0.9 ms on 7 threads against 0.84 ms); before the update was written by the walk
+// it took 0.23..0.27 ms after it (run 63), and before the calling thread walked, the first part
+// reached the GPU about 0.3 ms into the call (run 64). Staged by the calling thread from moves
+// that other cores wrote, a part had cost about 14 ns a move, more than the GPU took to move it.
 #include "compactor/chunk_plan_paths.hpp"
 #include "pool/pool_segment.hpp"
 #include "pool/slide_place.hpp"
@@ -36,13 +37,13 @@
 namespace vramkit {
 namespace {
 
-/// The moves the device is given first: about 20 us of the H100's moving at layout (b)'s sizes,
-/// so it starts early. Each later part holds what has been written since, once that is at least
-/// as many moves and at least a later_part_share-th of those given before. The walk keeps about
-/// the GPU's pace, so what the GPU moves after the walk ends is about the last part: when each
-/// part was as large as all before it, that was up to half the moves (a third on layout (b), about
-/// 0.3 ms on the H100; docs/benchmarks.md, run 64). An eighth bounds it to a ninth, for about 20
-/// parts on 100,000 moves, each a few CUDA calls of the calling thread while the team walks.
+/// The moves the device is given first: about a piece's (CompactionScratch::blocks_per_piece),
+/// which the calling thread walks first, so that the GPU starts early. Each later part holds what
+/// has been written since, once that is at least as many moves and at least a
+/// later_part_share-th of those given before. The walk keeps about the GPU's pace, so what the GPU
+/// moves after the walk ends is about the last part: when each part was as large as all before
+/// it, that was up to half the moves (a third on layout (b), about 0.3 ms on the H100; run 64). An
+/// eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
 constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
 
