@@ -18,9 +18,11 @@
 //
 // On the H100 (docs/benchmarks.md) the walk of layout (b)'s 100,000 blocks took about as long as
 // the GPU's moves (0.9 ms on 7 threads against 0.84 ms); before the update was written by the walk
-// it took 0.23..0.27 ms after it (run 63), and before the calling thread walked, the first part
-// reached the GPU about 0.3 ms into the call (run 64). Staged by the calling thread from moves
-// that other cores wrote, a part had cost about 14 ns a move, more than the GPU took to move it.
+// it took 0.23..0.27 ms after it (run 63). On the H200 (run 65) the walk, 0.86..0.94 ms on 8
+// threads, outlasts the GPU's moves (0.68 ms); the first part was handed over 0.07..0.08 ms into
+// the call, against 0.13..0.16 ms when the calling thread did not walk. Staged by the calling
+// thread from moves that other cores wrote, a part had cost about 14 ns a move, more than the
+// GPU took to move it.
 #include "compactor/chunk_plan_paths.hpp"
 #include "pool/pool_segment.hpp"
 #include "pool/slide_place.hpp"
@@ -37,13 +39,13 @@
 namespace vramkit {
 namespace {
 
-/// The moves the device is given first: about a piece's (CompactionScratch::blocks_per_piece),
-/// which the calling thread walks first, so that the GPU starts early. Each later part holds what
-/// has been written since, once that is at least as many moves and at least a
-/// later_part_share-th of those given before. The walk keeps about the GPU's pace, so what the GPU
-/// moves after the walk ends is about the last part: when each part was as large as all before
-/// it, that was up to half the moves (a third on layout (b), about 0.3 ms on the H100; run 64). An
-/// eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
+/// The moves the device is given first: half a piece's blocks (CompactionScratch::blocks_per_piece),
+/// so that the piece the calling thread walks first usually holds them and the GPU starts early.
+/// Each later part holds what has been written since, once that is at least as many moves and at
+/// least a later_part_share-th of those given before. What the GPU moves after the walk ends is
+/// about the last part: when each part was as large as all before it, that was up to half the
+/// moves (a third on layout (b), about 0.3 ms on the H100, where the walk kept about the GPU's
+/// pace; run 64). An eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
 constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
 
