@@ -187,7 +187,8 @@ class Pool {
   using Layout = std::vector<LiveBlocks>;
   void compact_full(std::uint64_t max_bytes_moved, CompactionReport& report);
   void plan_slide(std::size_t segment, std::uint64_t& budget, CompactionReport& report);
-  void note_slide_moved(std::size_t segment, std::size_t stay);
+  void note_slide_moved(std::size_t segment, std::size_t stay, std::uint64_t staying);
+  void layout_from_slide(gsl::span<const compactor::Move> moves);
   bool writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks) const;
   void write_slide(CompactionReport& report);
   /// Starts the compaction team (compaction_threads) for a segment of `blocks` live blocks, unless

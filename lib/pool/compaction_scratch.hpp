@@ -19,9 +19,9 @@ namespace vramkit {
 namespace pool_detail {
 
 /// Where a piece of a shared walk stands (Pool::write_slide): being walked; its end published
-/// (CompactionScratch::WalkPiece's first_index, cursor, stay and moves); also written into the
-/// layout, the moves and the places; or failed (host memory ran out for it or a piece before it).
-enum WalkState : unsigned { walking = 0, published = 1, placed = 2, failed = 3 };
+/// (CompactionScratch::WalkPiece's first_index, cursor, stay and moves); or also written (its
+/// moves, places, nodes and slots).
+enum WalkState : unsigned { walking = 0, published = 1, placed = 2 };
 
 }  // namespace pool_detail
 
@@ -49,7 +49,7 @@ struct Pool::CompactionScratch {
   /// write_slide) lie on different lines: a thread polling a line that another writes at every
   /// block slows that walk to a coherence miss a block.
   struct alignas(64) WalkPiece {
-    std::vector<compactor::LiveBlock> blocks;  ///< Its live blocks, in address order.
+    std::vector<compactor::LiveBlock> blocks;  ///< plan_slide: its live blocks, in address order.
     std::uint64_t bytes = 0;                   ///< Theirs in all.
     std::size_t live_before_free = 0;          ///< plan_slide: its live blocks before its first free one; SIZE_MAX: none.
     unsigned walker = 0;                       ///< The team member that walked it.
@@ -59,12 +59,14 @@ struct Pool::CompactionScratch {
     /// A pool_detail::WalkState, through std::atomic_ref; the fields after it are published with it.
     alignas(64) unsigned state = 0;
     std::size_t first_index = 0;               ///< Of its first block among the segment's.
+    std::size_t live = 0;                      ///< write_slide: its live blocks.
     std::uint64_t cursor = 0;                  ///< Where its first block slides to.
     // write_slide only: how far the plan reaches after it.
     std::size_t stay = 0;        ///< The segment's blocks that stay, if its first free block is known; else SIZE_MAX.
     std::size_t moves_base = 0;  ///< Index in the plan of the segment's first move.
     std::size_t moves_end = 0;   ///< Of the plan's moves, those of the pieces up to this one.
     std::uint64_t chunks_end = 0;  ///< The chunks of those moves, when they are staged (Device::slide_chunk_bytes).
+    std::uint64_t first_chunk = 0;  ///< The chunks of the moves before its own, when staged.
   };
   std::vector<WalkPiece> pieces;
   /// Whether plan_slide wrote `placements` for the plan's completion (no budget cut it short), and
@@ -78,6 +80,9 @@ struct Pool::CompactionScratch {
   /// Whether write_slide also wrote each touched heap's nodes as its rebuild would
   /// (Heap::write_packed): the update then adopts them. Taken with slots_ahead.
   bool nodes_ahead = false;
+  /// Whether write_slide left the layout unwritten: an update that falls back to the merge makes
+  /// it first from the places of the blocks that stay and the moves' sources (Pool::layout_from_slide).
+  bool layout_unwritten = false;
   /// Host memory of the device's (Device::obtain_staging, pinned on the CUDA device) where
   /// write_slide stages its moves as the device uploads them, with room for staging_moves;
   /// released by ~Pool. Each pool has its own: pools may share a device.

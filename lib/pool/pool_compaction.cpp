@@ -129,6 +129,7 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.moves.clear();
   scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = scratch.slide_staged = false;
+  scratch.layout_unwritten = false;
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
     if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);
@@ -613,6 +614,10 @@ void Pool::update_heaps(gsl::span<const compactor::Move> moves, const ExecutionR
     return;
   }
   scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = false;
+  if (std::exchange(scratch.layout_unwritten, false)) {
+    Expects(&layout == &scratch.layout);
+    layout_from_slide(moves);  // before clear(): it reads the places of the blocks that stay
+  }
   clear();
   if (!merge_placements(moves, result, layout, report)) {
     clear();

@@ -77,7 +77,7 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
         std::size_t live_before_free = SIZE_MAX;
         try {
           live_before_free = pool_detail::walk_piece(heap, scratch.walk_starts[index], end, options_.granularity,
-                                                     piece.blocks, bytes, [](std::uint64_t, bool) {});
+                                                     piece.blocks, bytes);
         } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
           out_of_memory.store(true, std::memory_order_relaxed);
           return;
@@ -115,7 +115,7 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
     report.plan_threads = std::max(report.plan_threads, threads);
   }
 
-  note_slide_moved(segment, stay);
+  note_slide_moved(segment, stay, stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes);
   if (budget != UINT64_MAX) {  // plan_full's stop: the moves up to the first that would pass the budget
     std::size_t kept = base;
     for (; kept < moves.size() && moves[kept].bytes <= budget; ++kept) budget -= moves[kept].bytes;
@@ -123,16 +123,37 @@ void Pool::plan_slide(std::size_t segment, std::uint64_t& budget, CompactionRepo
   }
 }
 
-// What a segment's slide moves, the blocks before `stay` keeping their places (scratch.moved): the
-// blocks that stay are packed from offset 0, so what moves is the rest of the live bytes. Reads the
-// layout's entries of the blocks that stay.
-void Pool::note_slide_moved(std::size_t segment, std::size_t stay) {
+// What a segment's slide moves, the blocks before `stay` keeping their places, which end at
+// `staying` (scratch.moved): the blocks that stay are packed from offset 0, so what moves is the
+// rest of the live bytes.
+void Pool::note_slide_moved(std::size_t segment, std::size_t stay, std::uint64_t staying) {
   CompactionScratch& scratch = *compaction_scratch_;
   const Heap& heap = segments_[segment]->heap;
-  const std::size_t live = heap.allocated_blocks();
-  const LiveBlocks& blocks = scratch.layout[segment];
-  const std::uint64_t staying = stay == 0 ? 0 : blocks[stay - 1].offset + blocks[stay - 1].bytes;
-  scratch.moved[segment] = {live - stay, heap.capacity() - heap.free_bytes() - staying};
+  scratch.moved[segment] = {heap.allocated_blocks() - stay, heap.capacity() - heap.free_bytes() - staying};
+}
+
+// The layout before a slide that write_slide did not write (layout_unwritten), for an update that
+// falls back to the merge: each segment's blocks that stay, from their places (which write_slide
+// wrote, and the update has not cleared yet), then its moved blocks, from the sources of `moves`
+// (the whole plan: segment after segment, each in address order). Writes within the room taken.
+void Pool::layout_from_slide(gsl::span<const compactor::Move> moves) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  std::size_t move = 0;
+  for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
+    LiveBlocks& blocks = scratch.layout[segment];
+    blocks.clear();
+    if (scratch.placements.size() <= segment) continue;
+    const auto& placed = scratch.placements[segment];
+    const std::size_t moving = scratch.moved.size() > segment ? scratch.moved[segment].blocks : 0;
+    Expects(moving <= placed.size() && moves.size() - move >= moving);
+    const std::size_t stay = placed.size() - moving;
+    for (std::size_t at = 0; at < stay; ++at)
+      blocks.push_back({placed[at].offset, placed[at].bytes, options_.granularity, true, placed[at].tag});
+    for (const compactor::Move& each : moves.subspan(move, moving))
+      blocks.push_back({each.from_offset, each.bytes, options_.granularity, true, each.tag});
+    move += moving;
+  }
+  Ensures(move == moves.size());
 }
 
 }  // namespace vramkit

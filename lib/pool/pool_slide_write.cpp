@@ -2,27 +2,31 @@
 // (Pool::write_slide): the GPU starts on the first blocks while the host walks the rest.
 //
 // For the case plan_slide serves (every live block may move at the granularity) with no byte
-// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken one
-// at a time by the team's threads. A thread walks its piece, then waits for the piece before it
-// to publish where it ends (its blocks, bytes, moves and chunks so far: a chain of look-backs,
-// each a few loads, as the pieces before were taken first and are being walked), publishes its
-// own, and writes, from its core's cache, its layout entries, moves and places, the heap's nodes
-// after the slide (Heap::write_packed: the update then adopts them instead of rebuilding the
-// heap), the slots of its blocks that move (their places and block ids: the update then writes
-// only the slots of the blocks that stay), and, when the device takes a slide staged by its caller
-// (Device::slide_chunk_bytes: the CUDA device), the moves as the device uploads them, into the
-// pool's own pinned staging memory. The calling thread gives the device each prefix of pieces
-// written in full (Device::execute_moves_as_written), and walks a piece itself whenever it has
-// none to give: it takes the first at once, while the team's threads wake. The moves are exactly
-// compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
+// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken by
+// the team's threads a few at a time (pieces_walked_together). A thread counts its pieces (live
+// blocks, bytes, chunks: reads only, the pieces' lists walked in turn so that their loads
+// overlap), then for each waits for the piece before it to publish where it ends (a chain of
+// look-backs, each a few loads, as the pieces before were taken first) and publishes its own;
+// then it walks them again, from its core's cache, and writes what the plan and the update need:
+// the moves, the heap's nodes after the slide (Heap::write_packed: the update then adopts them
+// instead of rebuilding the heap), the slots of the blocks that move (their places and block ids:
+// the update then writes only the slots of the blocks that stay), the places that the update
+// reads, and, when the device takes a slide staged by its caller (Device::slide_chunk_bytes: the
+// CUDA device), the moves as the device uploads them, into the pool's own pinned staging memory.
+// Nothing else: no list of a piece's blocks, no layout (an update that falls back to the merge,
+// after a device fault, makes it from the moves: Pool::layout_from_slide). The calling thread
+// gives the device each prefix of pieces written in full (Device::execute_moves_as_written), and
+// walks a piece itself whenever it has none to give: it takes the first at once, while the team's
+// threads wake. The moves are exactly compactor::plan_full's, segment after segment
+// (tests/parallel_plan_test.cpp).
 //
 // On the H100 (docs/benchmarks.md) the walk of layout (b)'s 100,000 blocks took about as long as
 // the GPU's moves (0.9 ms on 7 threads against 0.84 ms); before the update was written by the walk
 // it took 0.23..0.27 ms after it (run 63). On the H200 (run 65) the walk, 0.86..0.94 ms on 8
-// threads, outlasts the GPU's moves (0.68 ms); the first part was handed over 0.07..0.08 ms into
-// the call, against 0.13..0.16 ms when the calling thread did not walk. Staged by the calling
-// thread from moves that other cores wrote, a part had cost about 14 ns a move, more than the
-// GPU took to move it.
+// threads, outlasted the GPU's moves (0.68 ms); it then also listed each piece's blocks and wrote
+// the layout and every block's place, about 40% of its time on the development VM (2 threads:
+// 2.2..2.4 ms against 1.5..1.6 without them). Staged by the calling thread from moves that other
+// cores wrote, a part had cost about 14 ns a move, more than the GPU took to move it.
 #include "compactor/chunk_plan_paths.hpp"
 #include "pool/pool_segment.hpp"
 #include "pool/slide_place.hpp"
@@ -48,6 +52,9 @@ namespace {
 /// pace; run 64). An eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
 constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
+/// The pieces that a team thread takes at once and counts together (the calling thread: one, for
+/// the first part's sake).
+constexpr std::size_t pieces_walked_together = 4;
 
 using pool_detail::WalkState;
 
@@ -103,8 +110,7 @@ void Pool::write_slide(CompactionReport& report) {
       piece.state = WalkState::walking;
     }
     count += starts;
-    scratch.layout[segment].resize(live);      // within the room taken, and writes nothing
-    scratch.placements[segment].resize(live);  // the same
+    scratch.placements[segment].resize(live);  // within the room taken, and writes nothing
   }
   // The heaps' nodes after the slide, written by the walk too (the update then adopts them),
   // unless host memory for them is not to be had: the update then rebuilds the heaps.
@@ -141,45 +147,36 @@ void Pool::write_slide(CompactionReport& report) {
   compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
   scratch.slide_staged = staging != nullptr;
   scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move
+  scratch.layout_unwritten = true;
   scratch.nodes_ahead = nodes_ahead;
   const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
-  // Walks piece `index` (taken in order: the pieces before it are being walked, or were), as
-  // team member `thread`.
-  const auto walk_one = [&](std::size_t index, unsigned thread) noexcept {
-    CompactionScratch::WalkPiece& piece = pieces[index];
-    const Heap& heap = segments_[piece.segment]->heap;
-    piece.blocks.clear();
-    piece.walker = thread;
-    std::uint64_t bytes = 0;
-    std::uint64_t chunks = 0, chunks_after_free = 0;  // of its blocks, and of those after its first free block
-    std::size_t live_before_free = SIZE_MAX;
-    bool walked = true;
-    try {
-      live_before_free = pool_detail::walk_piece(
-          heap, piece.start, piece.end, options_.granularity, piece.blocks, bytes,
-          [&](std::uint64_t block_bytes, bool after_free) {
-            if (staging == nullptr) return;
-            const std::uint64_t block_chunks = compactor::detail::chunk_count(block_bytes, chunk_bytes);
-            chunks += block_chunks;
-            if (after_free) chunks_after_free += block_chunks;
-          });
-    } catch (const std::bad_alloc&) {  // a piece's list grew past what earlier compactions left
-      walked = false;
+  // A piece's count, for its walk from `thread` (counted: pieces taken in turn by the same thread,
+  // together, their nodes' loads overlapping). The count also asks for the slots that the second
+  // pass writes, each a cache line of its own that other cores last wrote: their loads then
+  // overlap, where the stores would wait on each.
+  const auto count_together = [&](std::size_t first, std::size_t together, unsigned thread,
+                                  pool_detail::PieceCursor* cursors) noexcept {
+    for (std::size_t index = first; index < first + together; ++index) {
+      CompactionScratch::WalkPiece& piece = pieces[index];
+      piece.walker = thread;
+      cursors[index - first] = {&segments_[piece.segment]->heap, piece.start, piece.end, {}};
     }
-    // Where the pieces before it end: the one before it publishes that, having been taken first.
+    pool_detail::count_pieces(cursors, together, staging != nullptr ? chunk_bytes : 0,
+                              [&](std::uint32_t tag) { __builtin_prefetch(&(*table_)[tag], 1); });
+  };
+  // Publishes where piece `index` ends, once the piece before it (taken first) has published
+  // where it ends.
+  const auto publish = [&](std::size_t index, const pool_detail::PieceCount& counted) noexcept {
+    CompactionScratch::WalkPiece& piece = pieces[index];
     std::size_t first_index = 0, stay = SIZE_MAX, moves_base = 0;
     std::uint64_t cursor = 0, first_chunk = 0;
     if (index != 0) {
       CompactionScratch::WalkPiece& previous = pieces[index - 1];
-      unsigned state;
-      for (unsigned round = 1; (state = load_state(previous.state)) == WalkState::walking; ++round)
-        pause(round, spins);
+      for (unsigned round = 1; load_state(previous.state) == WalkState::walking; ++round) pause(round, spins);
       first_chunk = previous.chunks_end;
-      if (state == WalkState::failed) {
-        walked = false;
-      } else if (previous.segment == piece.segment) {
-        first_index = previous.first_index + previous.blocks.size();
+      if (previous.segment == piece.segment) {
+        first_index = previous.first_index + previous.live;
         cursor = previous.cursor + previous.bytes;
         stay = previous.stay;
         moves_base = previous.moves_base;
@@ -187,95 +184,109 @@ void Pool::write_slide(CompactionReport& report) {
         moves_base = previous.moves_end;
       }
     }
-    if (!walked) {
-      store_state(piece.state, WalkState::failed);
-      return;
-    }
     // The segment's first free block ends the blocks that stay (packed from its start).
-    const std::uint64_t moving_chunks = stay != SIZE_MAX ? chunks : live_before_free != SIZE_MAX ? chunks_after_free : 0;
-    if (stay == SIZE_MAX && live_before_free != SIZE_MAX) stay = first_index + live_before_free;
+    const std::uint64_t moving_chunks = stay != SIZE_MAX                         ? counted.chunks
+                                        : counted.live_before_free != SIZE_MAX ? counted.chunks_after_free
+                                                                               : 0;
+    if (stay == SIZE_MAX && counted.live_before_free != SIZE_MAX) stay = first_index + counted.live_before_free;
+    piece.first_chunk = first_chunk;
     piece.chunks_end = first_chunk + moving_chunks;
-    piece.bytes = bytes;
+    piece.live = counted.live;
+    piece.bytes = counted.bytes;
     piece.first_index = first_index;
     piece.cursor = cursor;
     piece.stay = stay;
     piece.moves_base = moves_base;
-    const std::size_t end_index = first_index + piece.blocks.size();
-    piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : end_index - stay);
+    piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : first_index + counted.live - stay);
     store_state(piece.state, WalkState::published);
-    const HeapPlacement* placed = scratch.placements[piece.segment].data();
-    pool_detail::place_slide(piece.blocks.data(), piece.blocks.size(), first_index, cursor, stay, piece.segment,
-                             scratch.layout[piece.segment].data(), moves.data() + moves_base,
-                             scratch.placements[piece.segment].data());
-    if (nodes_ahead) {  // the heap's nodes after the slide: its blocks packed, each id its index
-      Heap& rebuilt = segments_[piece.segment]->heap;
-      for (std::size_t at = first_index; at < end_index; ++at)
-        rebuilt.write_packed(at, placed[at].offset, placed[at].bytes, placed[at].tag);
-    }
-    // The slots of the blocks that move, as the update would write them once every move has
-    // completed: the block ids are the indices that the heap's rebuild will give (slots_ahead).
-    const std::uint64_t base = segments_[piece.segment]->base;
-    for (std::size_t at = std::max(first_index, std::min(stay, end_index)); at < end_index; ++at) {
-      const compactor::LiveBlock& block = piece.blocks[at - first_index];
-      Slot& entry = (*table_)[block.tag];
-      entry.offset = placed[at].offset;
-      entry.block = static_cast<BlockId>(at);
-      if (staging != nullptr) {  // the device uploads it as it is (Device::slide_chunk_bytes)
+  };
+  // Walks a published piece again, from its core's cache, writing each block's place once every
+  // move completes: the heap's node after the slide (its blocks packed, each id its index), and
+  // for a block that moves its move, its slot (as the update would write it: the block ids are the
+  // indices that the rebuild gives, slots_ahead) and, when staged, the move as the device uploads
+  // it (Device::slide_chunk_bytes). Its place in `placements` only where the update reads it: the
+  // blocks that stay (their slots), the segment's last block (the heap's end), or every block when
+  // the update rebuilds the heap. No layout: an update that falls back to the merge makes it from
+  // these (layout_unwritten).
+  const auto write = [&](std::size_t index) noexcept {
+    CompactionScratch::WalkPiece& piece = pieces[index];
+    const auto segment = piece.segment;
+    Heap& heap = segments_[segment]->heap;
+    const std::uint64_t base = segments_[segment]->base;
+    HeapPlacement* const placed = scratch.placements[segment].data();
+    const std::size_t last = scratch.placements[segment].size() - 1;
+    const std::size_t stay = piece.stay, moves_base = piece.moves_base;
+    std::uint64_t first_chunk = piece.first_chunk;
+    std::size_t at = piece.first_index;
+    std::uint64_t to = piece.cursor;
+    for (BlockId id = piece.start; id != piece.end; id = heap.next(id)) {
+      const HeapBlock block = heap.block(id);
+      if (block.free) continue;
+      if (at < stay || !nodes_ahead || at == last) placed[at] = {to, block.bytes, block.tag};
+      if (nodes_ahead) heap.write_packed(at, to, block.bytes, block.tag);
+      if (at >= stay) {
         const std::size_t move = moves_base + at - stay;
-        staging[move] = {base + block.offset, base + placed[at].offset, block.bytes,
-                         static_cast<std::uint32_t>(first_chunk), static_cast<std::uint32_t>(move)};
-        first_chunk += compactor::detail::chunk_count(block.bytes, chunk_bytes);
+        moves[move] = {.tag = block.tag,
+                       .from_segment = segment,
+                       .from_offset = block.offset,
+                       .to_segment = segment,
+                       .to_offset = to,
+                       .bytes = block.bytes};
+        Slot& entry = (*table_)[block.tag];
+        entry.offset = to;
+        entry.block = static_cast<BlockId>(at);
+        if (staging != nullptr) {
+          staging[move] = {base + block.offset, base + to, block.bytes, static_cast<std::uint32_t>(first_chunk),
+                           static_cast<std::uint32_t>(move)};
+          first_chunk += compactor::detail::chunk_count(block.bytes, chunk_bytes);
+        }
       }
+      to += block.bytes;
+      ++at;
     }
     store_state(piece.state, WalkState::placed);
   };
+  // Walks `together` pieces from `first` on (taken in order: the pieces before them are being
+  // walked, or were) as team member `thread`: counts them, publishes each, then writes each. All
+  // are published before any is written: the threads that took the pieces after them wait on that.
+  const auto walk_pieces = [&](std::size_t first, std::size_t together, unsigned thread) noexcept {
+    pool_detail::PieceCursor cursors[pieces_walked_together];
+    count_together(first, together, thread, cursors);
+    for (std::size_t index = first; index < first + together; ++index) publish(index, cursors[index - first].count);
+    for (std::size_t index = first; index < first + together; ++index) write(index);
+  };
   const auto walk = [&](unsigned thread) noexcept {
-    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index, thread);
+    for (std::size_t first; (first = next_piece.fetch_add(pieces_walked_together, std::memory_order_relaxed)) < count;)
+      walk_pieces(first, std::min(pieces_walked_together, count - first), thread);
   };
 
   // The calling thread's share: report each prefix of pieces placed in full, then the end.
   std::size_t scanned = 0, written = 0, given = 0;
-  bool failed = false;
   const auto finish = [&]() noexcept {
     team_->join();
     report.plan_seconds += std::chrono::steady_clock::now() - started;
     report.plan_threads = std::max(report.plan_threads, walkers);
     report.written_while_moving = true;
-    if (failed) {  // the layout whole for the update's merge, which takes the moves written
-      scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = false;
-      for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
-        scratch.layout[segment].clear();
-        BlockId next = segments_[segment]->heap.first();
-        walk_live_blocks(segment, next, SIZE_MAX, scratch.layout[segment]);  // within its room
-      }
-      return;
-    }
     // What each segment's moves move: the live bytes after the blocks that stay.
     for (std::size_t index = 0; index < count; ++index) {
       const CompactionScratch::WalkPiece& piece = pieces[index];
       if (index + 1 < count && pieces[index + 1].segment == piece.segment) continue;  // not the segment's last
-      note_slide_moved(piece.segment, std::min(piece.stay, segments_[piece.segment]->heap.allocated_blocks()));
+      const auto& placed = scratch.placements[piece.segment];
+      const std::size_t stay = std::min(piece.stay, placed.size());
+      note_slide_moved(piece.segment, stay, stay == 0 ? 0 : placed[stay - 1].offset + placed[stay - 1].bytes);
     }
   };
   const Device::MovesWritten written_so_far = [&](bool& final) noexcept {
     const std::size_t wanted = given + std::max(first_part_moves, given / later_part_share);
     for (unsigned round = 1;; ++round) {
-      for (unsigned state; scanned < count && (state = load_state(pieces[scanned].state)) != WalkState::walking;) {
-        if (state == WalkState::failed) {
-          failed = true;
-          scanned = count;
-        } else if (state == WalkState::placed) {
-          written = pieces[scanned++].moves_end;
-        } else {
-          break;  // published, not yet placed
-        }
-      }
+      while (scanned < count && load_state(pieces[scanned].state) == WalkState::placed)
+        written = pieces[scanned++].moves_end;
       if (scanned == count) break;
       if (written >= wanted) return given = written;
       // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
       // thread's, as the team's threads may take tens of microseconds to wake.
       if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
-        walk_one(index, 0);
+        walk_pieces(index, 1, 0);
         continue;
       }
       pause(round, spins);
@@ -290,8 +301,11 @@ void Pool::write_slide(CompactionReport& report) {
     WorkerTeam& team;
     ~Join() { team.join(); }
   } join{*team_};
+  struct Unwritten {  // the layout is this run's to make, if its update falls back to the merge
+    bool& flag;
+    ~Unwritten() { flag = false; }
+  } unwritten{scratch.layout_unwritten};
   run_moves(moves, nullptr, nullptr, &written_so_far, true, scratch.layout, report);
-  if (failed) throw std::bad_alloc();
 }
 
 }  // namespace vramkit

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compactor/chunk_plan_paths.hpp"
 #include <vramkit/compactor/plan.hpp>
 #include <vramkit/heap.hpp>
 
@@ -35,13 +36,11 @@ inline void place_slide(const compactor::LiveBlock* from, std::size_t count, std
 }
 
 /// Walks `heap`'s blocks from `start` up to `end` (not included), appending the live ones to
-/// `blocks`, movable at `granularity`, their bytes added to `bytes`, and calling
-/// each(block_bytes, after_free) for each (after_free: a free block came before it in the walk).
-/// Returns how many live blocks came before the first free one (SIZE_MAX: no free one). Throws
-/// std::bad_alloc when `blocks` cannot grow.
-template <class Each>
-std::size_t walk_piece(const Heap& heap, BlockId start, BlockId end, std::uint64_t granularity,
-                       std::vector<compactor::LiveBlock>& blocks, std::uint64_t& bytes, Each&& each) {
+/// `blocks`, movable at `granularity`, their bytes added to `bytes`. Returns how many live blocks
+/// came before the first free one (SIZE_MAX: no free one). Throws std::bad_alloc when `blocks`
+/// cannot grow.
+inline std::size_t walk_piece(const Heap& heap, BlockId start, BlockId end, std::uint64_t granularity,
+                              std::vector<compactor::LiveBlock>& blocks, std::uint64_t& bytes) {
   std::size_t live_before_free = SIZE_MAX;
   for (BlockId id = start; id != end; id = heap.next(id)) {
     const HeapBlock block = heap.block(id);
@@ -51,9 +50,58 @@ std::size_t walk_piece(const Heap& heap, BlockId start, BlockId end, std::uint64
     }
     blocks.push_back({block.offset, block.bytes, granularity, true, block.tag});
     bytes += block.bytes;
-    each(block.bytes, live_before_free != SIZE_MAX);
   }
   return live_before_free;
+}
+
+/// What a piece of a heap's list holds (count_piece): its live blocks and their bytes, how many
+/// live blocks come before its first free block (SIZE_MAX: none is free), and the chunks of its
+/// live blocks, in all and after its first free block (when counted: chunk_bytes != 0).
+struct PieceCount {
+  std::size_t live = 0;
+  std::size_t live_before_free = SIZE_MAX;
+  std::uint64_t bytes = 0;
+  std::uint64_t chunks = 0;
+  std::uint64_t chunks_after_free = 0;
+};
+
+/// A piece of a heap's list being counted (count_pieces): its next block, its end (not included),
+/// and what it holds so far.
+struct PieceCursor {
+  const Heap* heap = nullptr;
+  BlockId next = no_block;
+  BlockId end = no_block;
+  PieceCount count;
+};
+
+/// Counts each piece's blocks, in chunks of `chunk_bytes` too unless it is 0, calling each(tag) for
+/// each live block. The pieces are walked in turn, a block of each, so that the loads of their
+/// nodes overlap (each list's next node waits on the one before it). Reads the nodes only: the
+/// pass that writes (Pool::write_slide) walks them again from the core's cache.
+template <class Each>
+void count_pieces(PieceCursor* pieces, std::size_t count, std::uint32_t chunk_bytes, Each&& each) noexcept {
+  for (bool more = true; more;) {
+    more = false;
+    for (PieceCursor* piece = pieces; piece != pieces + count; ++piece) {
+      if (piece->next == piece->end) continue;
+      more = true;
+      const HeapBlock block = piece->heap->block(piece->next);
+      piece->next = piece->heap->next(piece->next);
+      PieceCount& counted = piece->count;
+      if (block.free) {
+        counted.live_before_free = std::min(counted.live_before_free, counted.live);
+        continue;
+      }
+      ++counted.live;
+      counted.bytes += block.bytes;
+      each(block.tag);
+      if (chunk_bytes != 0) {
+        const std::uint64_t chunks = compactor::detail::chunk_count(block.bytes, chunk_bytes);
+        counted.chunks += chunks;
+        if (counted.live_before_free != SIZE_MAX) counted.chunks_after_free += chunks;
+      }
+    }
+  }
 }
 
 }  // namespace vramkit::pool_detail
