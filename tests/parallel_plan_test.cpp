@@ -1,5 +1,6 @@
 // A full compaction's walk, plan and staging shared by threads: Heap::walk_starts cuts the
-// address-ordered list where threads can start, make_slide_moves_in_parts stages exactly what
+// address-ordered list where threads can start, pieces counted together count what each holds
+// (pool_detail::count_pieces), make_slide_moves_in_parts stages exactly what
 // make_slide_moves stages, and a pool whose walk and plan several threads share (Pool::plan_slide)
 // moves exactly the blocks, to exactly the places, that compactor::plan_full gives, keeping every byte.
 #include <catch2/catch.hpp>
@@ -21,6 +22,7 @@
 #include <vramkit/units.hpp>
 
 #include "compactor/chunk_plan_paths.hpp"
+#include "pool/slide_place.hpp"
 #include "support/patterns.hpp"
 #include "support/pool_fixtures.hpp"
 
@@ -110,6 +112,63 @@ void serially_backwards(unsigned parts, const std::function<void(unsigned)>& tas
 }
 
 }  // namespace
+
+TEST_CASE("pieces counted together count what a walk of each counts", "[parallel][heap][slide]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "pieces counted together: seed " << seed << "\n";
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 20; ++round) {
+    const Heap heap = churned_heap(rng, static_cast<std::uint32_t>(rng() % 4000));
+    std::vector<BlockId> starts;
+    heap.walk_starts(1 + rng() % 12, starts);
+    const std::uint32_t chunk_bytes = round % 3 == 0 ? 0 : 256u << (rng() % 6);
+    INFO("round " << round << ", " << starts.size() << " pieces, chunks of " << chunk_bytes << " bytes");
+    // What each piece holds, from a walk of every block in address order.
+    std::vector<pool_detail::PieceCount> expected(starts.size());
+    std::vector<std::uint32_t> expected_tags;
+    std::size_t piece = 0;
+    heap.for_each_block([&](const HeapBlock& block) {
+      if (piece + 1 < starts.size() && block.id == starts[piece + 1]) ++piece;
+      pool_detail::PieceCount& count = expected[piece];
+      if (block.free) {
+        if (count.live_before_free == SIZE_MAX) count.live_before_free = count.live;
+        return;
+      }
+      ++count.live;
+      count.bytes += block.bytes;
+      expected_tags.push_back(block.tag);
+      if (chunk_bytes == 0) return;
+      const std::uint64_t chunks = compactor::detail::chunk_count(block.bytes, chunk_bytes);
+      count.chunks += chunks;
+      if (count.live_before_free != SIZE_MAX) count.chunks_after_free += chunks;
+    });
+    // Counted in groups of 1 to 5 pieces, as the threads of a written slide take them.
+    const std::size_t together = 1 + rng() % 5;
+    std::vector<pool_detail::PieceCursor> cursors(starts.size());
+    std::vector<std::uint32_t> tags;
+    for (std::size_t first = 0; first < starts.size(); first += together) {
+      const std::size_t count = std::min(together, starts.size() - first);
+      for (std::size_t index = first; index < first + count; ++index)
+        cursors[index] = {&heap, starts[index], index + 1 < starts.size() ? starts[index + 1] : no_block, {}};
+      pool_detail::count_pieces(cursors.data() + first, count, chunk_bytes,
+                                [&](std::uint32_t tag) { tags.push_back(tag); });
+    }
+    for (std::size_t index = 0; index < starts.size(); ++index) {
+      INFO("piece " << index << " of " << starts.size() << ", counted " << together << " together");
+      const pool_detail::PieceCount& got = cursors[index].count;
+      CHECK(cursors[index].next == cursors[index].end);
+      CHECK(got.live == expected[index].live);
+      CHECK(got.live_before_free == expected[index].live_before_free);
+      CHECK(got.bytes == expected[index].bytes);
+      CHECK(got.chunks == expected[index].chunks);
+      CHECK(got.chunks_after_free == expected[index].chunks_after_free);
+    }
+    std::sort(tags.begin(), tags.end());
+    std::sort(expected_tags.begin(), expected_tags.end());
+    CHECK(tags == expected_tags);  // each live block once
+  }
+}
 
 TEST_CASE("slide moves staged in parts are exactly those staged in one pass", "[parallel][slide]") {
   const std::uint64_t seed = std::random_device{}();
