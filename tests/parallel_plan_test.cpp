@@ -1,6 +1,6 @@
 // A full compaction's walk, plan and staging shared by threads: Heap::walk_starts cuts the
-// address-ordered list where threads can start, pieces counted together count what each holds
-// (pool_detail::count_pieces), make_slide_moves_in_parts stages exactly what
+// address-ordered list where threads can start, a piece's count is what it holds
+// (pool_detail::count_piece), make_slide_moves_in_parts stages exactly what
 // make_slide_moves stages, and a pool whose walk and plan several threads share (Pool::plan_slide)
 // moves exactly the blocks, to exactly the places, that compactor::plan_full gives, keeping every byte.
 #include <catch2/catch.hpp>
@@ -113,9 +113,9 @@ void serially_backwards(unsigned parts, const std::function<void(unsigned)>& tas
 
 }  // namespace
 
-TEST_CASE("pieces counted together count what a walk of each counts", "[parallel][heap][slide]") {
+TEST_CASE("a piece's count is what a walk of every block finds in it", "[parallel][heap][slide]") {
   const std::uint64_t seed = std::random_device{}();
-  std::cout << "pieces counted together: seed " << seed << "\n";
+  std::cout << "piece counts: seed " << seed << "\n";
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   for (int round = 0; round < 20; ++round) {
@@ -143,21 +143,12 @@ TEST_CASE("pieces counted together count what a walk of each counts", "[parallel
       count.chunks += chunks;
       if (count.live_before_free != SIZE_MAX) count.chunks_after_free += chunks;
     });
-    // Counted in groups of 1 to 5 pieces, as the threads of a written slide take them.
-    const std::size_t together = 1 + rng() % 5;
-    std::vector<pool_detail::PieceCursor> cursors(starts.size());
     std::vector<std::uint32_t> tags;
-    for (std::size_t first = 0; first < starts.size(); first += together) {
-      const std::size_t count = std::min(together, starts.size() - first);
-      for (std::size_t index = first; index < first + count; ++index)
-        cursors[index] = {&heap, starts[index], index + 1 < starts.size() ? starts[index + 1] : no_block, {}};
-      pool_detail::count_pieces(cursors.data() + first, count, chunk_bytes,
-                                [&](std::uint32_t tag) { tags.push_back(tag); });
-    }
     for (std::size_t index = 0; index < starts.size(); ++index) {
-      INFO("piece " << index << " of " << starts.size() << ", counted " << together << " together");
-      const pool_detail::PieceCount& got = cursors[index].count;
-      CHECK(cursors[index].next == cursors[index].end);
+      INFO("piece " << index << " of " << starts.size());
+      const pool_detail::PieceCount got =
+          pool_detail::count_piece(heap, starts[index], index + 1 < starts.size() ? starts[index + 1] : no_block,
+                                   chunk_bytes, [&](std::uint32_t tag) { tags.push_back(tag); });
       CHECK(got.live == expected[index].live);
       CHECK(got.live_before_free == expected[index].live_before_free);
       CHECK(got.bytes == expected[index].bytes);

@@ -2,12 +2,11 @@
 // (Pool::write_slide): the GPU starts on the first blocks while the host walks the rest.
 //
 // For the case plan_slide serves (every live block may move at the granularity) with no byte
-// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken by
-// the team's threads a few at a time (pieces_walked_together). A thread counts its pieces (live
-// blocks, bytes, chunks: reads only, the pieces' lists walked in turn so that their loads
-// overlap), then for each waits for the piece before it to publish where it ends (a chain of
-// look-backs, each a few loads, as the pieces before were taken first) and publishes its own;
-// then it walks them again, from its core's cache, and writes what the plan and the update need:
+// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken one
+// at a time by the team's threads. A thread counts its piece (live blocks, bytes, chunks: reads
+// only), then waits for the piece before it to publish where it ends (a chain of look-backs, each
+// a few loads, as the pieces before were taken first) and publishes its own; then it walks the
+// piece again, from its core's cache, and writes what the plan and the update need:
 // the moves, the heap's nodes after the slide (Heap::write_packed: the update then adopts them
 // instead of rebuilding the heap), the slots of the blocks that move (their places and block ids:
 // the update then writes only the slots of the blocks that stay), the places that the update
@@ -52,9 +51,6 @@ namespace {
 /// pace; run 64). An eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
 constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
-/// The pieces that a team thread takes at once and counts together (the calling thread: one, for
-/// the first part's sake).
-constexpr std::size_t pieces_walked_together = 4;
 
 using pool_detail::WalkState;
 
@@ -151,20 +147,6 @@ void Pool::write_slide(CompactionReport& report) {
   scratch.nodes_ahead = nodes_ahead;
   const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
-  // A piece's count, for its walk from `thread` (counted: pieces taken in turn by the same thread,
-  // together, their nodes' loads overlapping). The count also asks for the slots that the second
-  // pass writes, each a cache line of its own that other cores last wrote: their loads then
-  // overlap, where the stores would wait on each.
-  const auto count_together = [&](std::size_t first, std::size_t together, unsigned thread,
-                                  pool_detail::PieceCursor* cursors) noexcept {
-    for (std::size_t index = first; index < first + together; ++index) {
-      CompactionScratch::WalkPiece& piece = pieces[index];
-      piece.walker = thread;
-      cursors[index - first] = {&segments_[piece.segment]->heap, piece.start, piece.end, {}};
-    }
-    pool_detail::count_pieces(cursors, together, staging != nullptr ? chunk_bytes : 0,
-                              [&](std::uint32_t tag) { __builtin_prefetch(&(*table_)[tag], 1); });
-  };
   // Publishes where piece `index` ends, once the piece before it (taken first) has published
   // where it ends.
   const auto publish = [&](std::size_t index, const pool_detail::PieceCount& counted) noexcept {
@@ -246,18 +228,20 @@ void Pool::write_slide(CompactionReport& report) {
     }
     store_state(piece.state, WalkState::placed);
   };
-  // Walks `together` pieces from `first` on (taken in order: the pieces before them are being
-  // walked, or were) as team member `thread`: counts them, publishes each, then writes each. All
-  // are published before any is written: the threads that took the pieces after them wait on that.
-  const auto walk_pieces = [&](std::size_t first, std::size_t together, unsigned thread) noexcept {
-    pool_detail::PieceCursor cursors[pieces_walked_together];
-    count_together(first, together, thread, cursors);
-    for (std::size_t index = first; index < first + together; ++index) publish(index, cursors[index - first].count);
-    for (std::size_t index = first; index < first + together; ++index) write(index);
+  // Walks piece `index` (taken in order: the pieces before it are being walked, or were) as team
+  // member `thread`: counts it, publishes where it ends, then writes it. The count also asks for
+  // the slots that the second pass writes, each a cache line of its own that other cores last
+  // wrote: their loads then overlap, where the stores would wait on each.
+  const auto walk_one = [&](std::size_t index, unsigned thread) noexcept {
+    CompactionScratch::WalkPiece& piece = pieces[index];
+    piece.walker = thread;
+    publish(index, pool_detail::count_piece(segments_[piece.segment]->heap, piece.start, piece.end,
+                                            staging != nullptr ? chunk_bytes : 0,
+                                            [&](std::uint32_t tag) { __builtin_prefetch(&(*table_)[tag], 1); }));
+    write(index);
   };
   const auto walk = [&](unsigned thread) noexcept {
-    for (std::size_t first; (first = next_piece.fetch_add(pieces_walked_together, std::memory_order_relaxed)) < count;)
-      walk_pieces(first, std::min(pieces_walked_together, count - first), thread);
+    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index, thread);
   };
 
   // The calling thread's share: report each prefix of pieces placed in full, then the end.
@@ -286,7 +270,7 @@ void Pool::write_slide(CompactionReport& report) {
       // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
       // thread's, as the team's threads may take tens of microseconds to wake.
       if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
-        walk_pieces(index, 1, 0);
+        walk_one(index, 0);
         continue;
       }
       pause(round, spins);

@@ -65,43 +65,28 @@ struct PieceCount {
   std::uint64_t chunks_after_free = 0;
 };
 
-/// A piece of a heap's list being counted (count_pieces): its next block, its end (not included),
-/// and what it holds so far.
-struct PieceCursor {
-  const Heap* heap = nullptr;
-  BlockId next = no_block;
-  BlockId end = no_block;
-  PieceCount count;
-};
-
-/// Counts each piece's blocks, in chunks of `chunk_bytes` too unless it is 0, calling each(tag) for
-/// each live block. The pieces are walked in turn, a block of each, so that the loads of their
-/// nodes overlap (each list's next node waits on the one before it). Reads the nodes only: the
-/// pass that writes (Pool::write_slide) walks them again from the core's cache.
+/// Counts `heap`'s blocks from `start` up to `end` (not included), in chunks of `chunk_bytes` too
+/// unless it is 0, calling each(tag) for each live block. Reads the nodes only: the pass that
+/// writes (Pool::write_slide) walks them again from the core's cache.
 template <class Each>
-void count_pieces(PieceCursor* pieces, std::size_t count, std::uint32_t chunk_bytes, Each&& each) noexcept {
-  for (bool more = true; more;) {
-    more = false;
-    for (PieceCursor* piece = pieces; piece != pieces + count; ++piece) {
-      if (piece->next == piece->end) continue;
-      more = true;
-      const HeapBlock block = piece->heap->block(piece->next);
-      piece->next = piece->heap->next(piece->next);
-      PieceCount& counted = piece->count;
-      if (block.free) {
-        counted.live_before_free = std::min(counted.live_before_free, counted.live);
-        continue;
-      }
-      ++counted.live;
-      counted.bytes += block.bytes;
-      each(block.tag);
-      if (chunk_bytes != 0) {
-        const std::uint64_t chunks = compactor::detail::chunk_count(block.bytes, chunk_bytes);
-        counted.chunks += chunks;
-        if (counted.live_before_free != SIZE_MAX) counted.chunks_after_free += chunks;
-      }
+PieceCount count_piece(const Heap& heap, BlockId start, BlockId end, std::uint32_t chunk_bytes, Each&& each) noexcept {
+  PieceCount count;
+  for (BlockId id = start; id != end; id = heap.next(id)) {
+    const HeapBlock block = heap.block(id);
+    if (block.free) {
+      count.live_before_free = std::min(count.live_before_free, count.live);
+      continue;
+    }
+    ++count.live;
+    count.bytes += block.bytes;
+    each(block.tag);
+    if (chunk_bytes != 0) {
+      const std::uint64_t chunks = compactor::detail::chunk_count(block.bytes, chunk_bytes);
+      count.chunks += chunks;
+      if (count.live_before_free != SIZE_MAX) count.chunks_after_free += chunks;
     }
   }
+  return count;
 }
 
 }  // namespace vramkit::pool_detail
