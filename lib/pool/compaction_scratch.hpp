@@ -33,6 +33,8 @@ struct Pool::CompactionScratch {
   std::vector<std::uint64_t> segment_bases;            ///< Device address of each segment's offset 0.
   compactor::ChunkPlan chunks;                         ///< What the device executes.
   /// Each touched segment's blocks after the moves; sized, not zeroed, before parts fill them.
+  /// write_slide with nodes_ahead fills only the entries the update reads: the blocks that stay
+  /// and each segment's last block.
   std::vector<std::vector<HeapPlacement, detail::DefaultInitAllocator<HeapPlacement>>> placements;
   std::vector<std::uint8_t> touched;                   ///< Segments with a completed move.
   std::vector<BlockId> ids;                            ///< A rebuilt heap's new block ids.
