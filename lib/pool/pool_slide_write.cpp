@@ -78,9 +78,10 @@ bool Pool::writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks
 }
 
 // Plans, runs and applies the slide of every segment (compact_full has taken the room: the
-// layout's and the places' for each segment's live blocks, and the moves' for all of them). Host
-// memory running out for a piece's list (std::bad_alloc) ends the plan at the pieces before it:
-// the moves written so far run and are applied, then the error is raised, as compact_full does.
+// layout's and the places' for each segment's live blocks, and the moves' for all of them). Once
+// the pieces are set out, the walk takes no host memory: it cannot fail. Host memory for the
+// heaps' nodes ahead or for the staging may be missing: the update then rebuilds the heaps, or
+// the device stages the moves itself.
 void Pool::write_slide(CompactionReport& report) {
   CompactionScratch& scratch = *compaction_scratch_;
   const auto started = std::chrono::steady_clock::now();
