@@ -54,7 +54,7 @@ struct Pool::CompactionScratch {
     std::vector<compactor::LiveBlock> blocks;  ///< plan_slide: its live blocks, in address order.
     std::uint64_t bytes = 0;                   ///< Theirs in all.
     std::size_t live_before_free = 0;          ///< plan_slide: its live blocks before its first free one; SIZE_MAX: none.
-    unsigned walker = 0;                       ///< The team member that walked it.
+    unsigned walker = 0;                       ///< plan_slide: the team member that walked it.
     // write_slide only: the piece's place in the whole walk.
     std::uint32_t segment = 0;
     BlockId start = no_block, end = no_block;  ///< Its blocks: from start up to end (not included).

@@ -129,7 +129,6 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
   CompactionScratch& scratch = *compaction_scratch_;
   scratch.moves.clear();
   scratch.placed_ahead = scratch.slots_ahead = scratch.nodes_ahead = scratch.slide_staged = false;
-  scratch.layout_unwritten = false;
   if (options.goal == CompactGoal::full) {
     compact_full(options.max_bytes_moved, report);
     if (options.release_empty_segments) release_trailing_segments(options.max_bytes_moved, report);

@@ -138,13 +138,13 @@ void Pool::note_slide_moved(std::size_t segment, std::size_t stay, std::uint64_t
 // (the whole plan: segment after segment, each in address order). Writes within the room taken.
 void Pool::layout_from_slide(gsl::span<const compactor::Move> moves) {
   CompactionScratch& scratch = *compaction_scratch_;
+  Expects(scratch.placements.size() == segments_.size() && scratch.moved.size() == segments_.size());
   std::size_t move = 0;
   for (std::size_t segment = 0; segment < segments_.size(); ++segment) {
     LiveBlocks& blocks = scratch.layout[segment];
     blocks.clear();
-    if (scratch.placements.size() <= segment) continue;
     const auto& placed = scratch.placements[segment];
-    const std::size_t moving = scratch.moved.size() > segment ? scratch.moved[segment].blocks : 0;
+    const std::size_t moving = scratch.moved[segment].blocks;
     Expects(moving <= placed.size() && moves.size() - move >= moving);
     const std::size_t stay = placed.size() - moving;
     for (std::size_t at = 0; at < stay; ++at)

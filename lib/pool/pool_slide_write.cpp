@@ -144,7 +144,6 @@ void Pool::write_slide(CompactionReport& report) {
   compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
   scratch.slide_staged = staging != nullptr;
   scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move
-  scratch.layout_unwritten = true;
   scratch.nodes_ahead = nodes_ahead;
   const bool spins = team_->spins();
   std::atomic<std::size_t> next_piece{0};
@@ -229,20 +228,19 @@ void Pool::write_slide(CompactionReport& report) {
     }
     store_state(piece.state, WalkState::placed);
   };
-  // Walks piece `index` (taken in order: the pieces before it are being walked, or were) as team
-  // member `thread`: counts it, publishes where it ends, then writes it. The count also asks for
-  // the slots that the second pass writes, each a cache line of its own that other cores last
-  // wrote: their loads then overlap, where the stores would wait on each.
-  const auto walk_one = [&](std::size_t index, unsigned thread) noexcept {
-    CompactionScratch::WalkPiece& piece = pieces[index];
-    piece.walker = thread;
+  // Walks piece `index` (taken in order: the pieces before it are being walked, or were): counts
+  // it, publishes where it ends, then writes it. The count also asks for the slots that the second
+  // pass writes, each a cache line of its own that other cores last wrote: their loads then
+  // overlap, where the stores would wait on each.
+  const auto walk_one = [&](std::size_t index) noexcept {
+    const CompactionScratch::WalkPiece& piece = pieces[index];
     publish(index, pool_detail::count_piece(segments_[piece.segment]->heap, piece.start, piece.end,
                                             staging != nullptr ? chunk_bytes : 0,
                                             [&](std::uint32_t tag) { __builtin_prefetch(&(*table_)[tag], 1); }));
     write(index);
   };
-  const auto walk = [&](unsigned thread) noexcept {
-    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index, thread);
+  const auto walk = [&](unsigned) noexcept {
+    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index);
   };
 
   // The calling thread's share: report each prefix of pieces placed in full, then the end.
@@ -271,7 +269,7 @@ void Pool::write_slide(CompactionReport& report) {
       // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
       // thread's, as the team's threads may take tens of microseconds to wake.
       if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
-        walk_one(index, 0);
+        walk_one(index);
         continue;
       }
       pause(round, spins);
@@ -286,8 +284,10 @@ void Pool::write_slide(CompactionReport& report) {
     WorkerTeam& team;
     ~Join() { team.join(); }
   } join{*team_};
-  struct Unwritten {  // the layout is this run's to make, if its update falls back to the merge
+  // The layout is this run's to make, if its update falls back to the merge.
+  struct Unwritten {
     bool& flag;
+    explicit Unwritten(bool& unwritten) : flag(unwritten) { flag = true; }
     ~Unwritten() { flag = false; }
   } unwritten{scratch.layout_unwritten};
   run_moves(moves, nullptr, nullptr, &written_so_far, true, scratch.layout, report);
