@@ -67,6 +67,7 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
   ~StagingChecker() override { CHECK(outstanding == 0); }
   std::size_t parts = 0, records_checked = 0, mismatches = 0, obtained = 0, outstanding = 0;
   bool staged = false;
+  bool queued_ahead = false;  ///< Says that work is always queued ahead (Device::QueuedAhead).
 
   std::uint32_t slide_chunk_bytes() const noexcept override { return chunk_bytes_; }
   void* obtain_staging(std::size_t bytes) override {
@@ -85,8 +86,9 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
                                            const HostThreads* threads, compactor::detail::SlideMove* staging) override {
     staged = staging != nullptr;
     if (!staged) return host_->execute_moves_as_written(room, segment_bases, scratch, written, meanwhile, threads, nullptr);
-    const MovesWritten checked = [&](bool& final) {
-      const std::size_t count = written(final);
+    const QueuedAhead always_queued = [] { return true; };
+    const MovesWritten checked = [&](bool& final, const QueuedAhead& ahead) {
+      const std::size_t count = written(final, queued_ahead ? always_queued : ahead);
       std::vector<compactor::detail::SlideMove> expected(count);
       std::size_t staged_count = 0;
       std::uint64_t total = 0, bytes = 0;
@@ -156,6 +158,33 @@ TEST_CASE("the moves that the team stages for the device are those the device wo
         else CHECK(free_blocks == 0);
       }
     }
+  }
+}
+
+TEST_CASE("a written slide is held back while the device has work queued ahead and given once it has none",
+          "[parallel][compaction][threads]") {
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "written slide, queued ahead: seed " << seed << "\n";
+  INFO("seed " << seed);
+  for (const bool queued_ahead : {false, true}) {
+    INFO("work queued ahead: " << queued_ahead);
+    auto device = std::make_shared<StagingChecker>(256);
+    device->queued_ahead = queued_ahead;
+    Pool pool({.capacity_bytes = 64_MiB, .free_cache_bytes = 0, .compaction_threads = 4}, device);
+    const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 60000, seed);
+    const CompactionReport report = pool.compact();
+    CHECK(report.written_while_moving);
+    REQUIRE(device->staged);
+    CHECK(device->mismatches == 0);
+    CHECK(device->records_checked == report.blocks_moved);
+    // A device that always has work queued gets the plan whole, once the walk is done. (An idle
+    // one usually gets several parts, but not always: the team may walk every piece before the
+    // calling thread looks.)
+    if (queued_ahead) CHECK(device->parts == 1);
+    else CHECK(device->parts >= 1);
+    pool.check_invariants();
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
+    CHECK(pool.statistics().fragmentation() == 0.0);
   }
 }
 

@@ -150,10 +150,15 @@ class Device {
   /// is none; only for a device whose slide_chunk_bytes() is not 0 (the default throws).
   virtual void* obtain_staging(std::size_t bytes);
   virtual void release_staging(void* memory) noexcept;
+  /// Whether the device has work queued behind the part it is running: then a part given now
+  /// would only wait, and the caller may hold back what is written and give it later, as one
+  /// larger part (fewer launches, each with its own tail). Must not throw.
+  using QueuedAhead = std::function<bool()>;
   /// How much of a plan that other threads write into `room` is written: blocks until more moves
   /// are than at the last return (or the plan is whole), returns how many are (a prefix of room),
-  /// and sets `final` once that is the whole plan. Must not throw.
-  using MovesWritten = std::function<std::size_t(bool& final)>;
+  /// and sets `final` once that is the whole plan. `ahead` is the device's QueuedAhead. Must not
+  /// throw.
+  using MovesWritten = std::function<std::size_t(bool& final, const QueuedAhead& ahead)>;
   /// execute_moves_in_parts for a plan that the caller's threads write into `room` in address
   /// order while the device runs the prefix written before (the pool's shared walk of a slide):
   /// each prefix that `written` reports is queued as a part, behind the parts before it. The same
@@ -174,10 +179,15 @@ class Device {
  protected:
   /// For a device that runs the parts of execute_moves_as_written as they come: the plan written
   /// so far, as a prefix of `room`; clears `more` once it is whole.
+  static const QueuedAhead& nothing_ahead() {
+    static const QueuedAhead none = [] { return false; };
+    return none;
+  }
   static gsl::span<const compactor::Move> written_prefix(gsl::span<const compactor::Move> room,
-                                                          const MovesWritten& written, bool& more) {
+                                                          const MovesWritten& written, bool& more,
+                                                          const QueuedAhead& ahead = nothing_ahead()) {
     bool final = false;
-    const std::size_t count = written(final);
+    const std::size_t count = written(final, ahead);
     more = !final;
     return room.first(count);
   }

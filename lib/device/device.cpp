@@ -63,7 +63,7 @@ ExecutionResult Device::execute_moves_as_written(gsl::span<const compactor::Move
                                                  const std::function<void()>& meanwhile, const HostThreads* threads,
                                                  compactor::detail::SlideMove*) {
   std::size_t count = 0;
-  for (bool final = false; !final;) count = written(final);
+  for (bool final = false; !final;) count = written(final, nothing_ahead());
   return execute_moves(room.first(count), segment_bases, scratch, meanwhile, threads);
 }
 

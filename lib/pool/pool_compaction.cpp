@@ -315,8 +315,8 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
       result = device_->execute_moves_in_parts(*growing, scratch.segment_bases, scratch.chunks, *plan_more,
                                                update_ahead);
     } else if (written != nullptr) {
-      const Device::MovesWritten counted = [&](bool& final) noexcept {
-        written_moves = (*written)(final);
+      const Device::MovesWritten counted = [&](bool& final, const Device::QueuedAhead& ahead) noexcept {
+        written_moves = (*written)(final, ahead);
         written_final = final;
         return written_moves;
       };
@@ -330,7 +330,8 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
     // A plan still being written is let finish first: all() is then every move whose slot it wrote.
     if (written != nullptr && !written_final) {
-      for (bool final = false; !final;) written_moves = (*written)(final);
+      const Device::QueuedAhead nothing_queued = [] { return false; };  // nothing runs: give the rest at once
+      for (bool final = false; !final;) written_moves = (*written)(final, nothing_queued);
     }
     if (update_started) {
       reset_moved_slots(all());

@@ -109,6 +109,7 @@ class CudaDevice final : public Device {
     for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
     for (cudaEvent_t event : retired_events_) cudaEventDestroy(event);
     for (cudaEvent_t event : prepared_events_) cudaEventDestroy(event);
+    for (cudaEvent_t event : moved_events_) cudaEventDestroy(event);
     free_buffer(scratch_);
     free_buffer(staging_);
     free_outgrown();
@@ -212,7 +213,7 @@ class CudaDevice final : public Device {
                                          const PlanMore& plan_more, const std::function<void()>& meanwhile) override {
     return queue_parts(
         moves.capacity(), segment_bases, scratch,
-        [&](bool& more) {
+        [&](bool& more, const QueuedAhead&) {
           more = plan_more(moves);
           return gsl::span<const compactor::Move>(moves);
         },
@@ -243,7 +244,7 @@ class CudaDevice final : public Device {
                                            const HostThreads* threads, SlideMove* staged) override {
     return queue_parts(
         room.size(), segment_bases, scratch,
-        [&](bool& more) { return written_prefix(room, written, more); },
+        [&](bool& more, const QueuedAhead& ahead) { return written_prefix(room, written, more, ahead); },
         meanwhile, threads, staged);
   }
 
@@ -336,6 +337,7 @@ class CudaDevice final : public Device {
     std::size_t parts = 0;    ///< Entries of prepared_events_ in use.
     std::size_t phases_launched = 0;  ///< Of the chunk plan queue_plan last queued.
     bool moving = false;      ///< A move kernel is queued on stream_.
+    std::size_t moved = 0;    ///< Entries of moved_events_ recorded: one after each part's move.
   };
 
   // A buffer that grows when a part needs more than is left: pinned host memory (uploads read it)
@@ -418,7 +420,7 @@ class CudaDevice final : public Device {
   }
 
   // The plan so far, given by next(more) until it clears `more` (at most `room` moves).
-  using NextPart = std::function<gsl::span<const compactor::Move>(bool& more)>;
+  using NextPart = std::function<gsl::span<const compactor::Move>(bool& more, const QueuedAhead& ahead)>;
 
   // Queues each new part of the plan as next() gives it, then calls `meanwhile` and waits. Room to
   // report a failed part is taken before any part runs: the report must not need host memory,
@@ -434,16 +436,18 @@ class CudaDevice final : public Device {
     result.reserve_failure(room);
     run_queued(
         [&](Buffers& used) {
+          const QueuedAhead ahead = [&] { return queued_ahead(used); };
           for (bool more = true; more;) {
-            gsl::span<const compactor::Move> moves = next(more);
+            gsl::span<const compactor::Move> moves = next(more, ahead);
             const auto part = moves.subspan(queued);
             if (part.empty()) continue;
             used.phases_launched = 0;
             try {
+              if (moved_events_.size() == used.moved) moved_events_.push_back(make_event());  // before anything runs
               if (staged != nullptr) {
                 queue_staged_slide(staged + queued, part.size(), used);
               } else if (!queue_slide(part, segment_bases, used, more ? nullptr : last_threads)) {
-                while (more) moves = next(more);
+                while (more) moves = next(more, nothing_ahead());
                 const auto rest = moves.subspan(queued);
                 const MoveKernel kernel = kernel_for(rest);
                 compactor::make_chunk_plan(rest, segment_bases, scratch, cuda_detail::chunk_limit(kernel));
@@ -459,15 +463,28 @@ class CudaDevice final : public Device {
               if (used.phases_launched != 0)
                 compactor::moves_completed_by_phases(
                     scratch, used.phases_launched, gsl::span<std::uint8_t>(result.move_completed).subspan(queued));
-              while (more) moves = next(more);
+              while (more) moves = next(more, nothing_ahead());
               result.move_completed.resize(moves.size(), 0);
               return;
             }
             queued = moves.size();
+            if (cudaEventRecord(moved_events_[used.moved], stream_) == cudaSuccess) ++used.moved;
           }
         },
         meanwhile);
     return result;
+  }
+
+  // Whether the part before the last one queued is still moving: then the last waits behind it,
+  // and a part given now would wait too (Device::QueuedAhead). Any error reads as idle.
+  bool queued_ahead(const Buffers& used) const noexcept {
+    return used.moved >= 2 && cudaEventQuery(moved_events_[used.moved - 2]) == cudaErrorNotReady;
+  }
+
+  cudaEvent_t make_event() {
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    return event;
   }
 
   // Enqueues (queue), calls `meanwhile`, waits for stream_. On any failure, lets what was
@@ -650,6 +667,7 @@ class CudaDevice final : public Device {
   std::vector<cudaEvent_t> retired_events_;  ///< Forgotten while a wait on them was pending.
   UseToken last_token_ = 0;
   std::vector<cudaEvent_t> prepared_events_;  ///< One a part: its preparation is done (order_after_preparation).
+  std::vector<cudaEvent_t> moved_events_;     ///< One a part: its move is done (queued_ahead).
   GrowingBuffer staging_{.host = true};
   GrowingBuffer scratch_{.host = false};
   std::vector<GrowingBuffer> outgrown_;  ///< Replaced by take() during the execution under way.
