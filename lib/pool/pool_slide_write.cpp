@@ -34,7 +34,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <new>
 #include <thread>
 
@@ -49,28 +48,13 @@ namespace {
 /// least a later_part_share-th of those given before. What the GPU moves after the walk ends is
 /// about the last part: when each part was as large as all before it, that was up to half the
 /// moves (a third on layout (b), about 0.3 ms on the H100, where the walk kept about the GPU's
-/// pace; run 64). An eighth bounds it to a ninth, for about 20 parts on 100,000 moves.
+/// pace; run 64). An eighth bounds it to a ninth, for about 20 parts on 100,000 moves. A part is
+/// held back while the device has one queued behind the part it runs (Device::QueuedAhead): given
+/// then, it would only wait, and one larger part later costs one launch and one tail instead of several.
 constexpr std::size_t first_part_moves = 512;
 constexpr std::size_t later_part_share = 8;
 
 using pool_detail::WalkState;
-
-// LAB ONLY (not to be committed): VRAMKIT_LAB_HOLD=0 gives parts whatever the device has queued;
-// VRAMKIT_LAB_SHARE sets later_part_share.
-bool lab_hold() {
-  static const bool hold = [] {
-    const char* value = std::getenv("VRAMKIT_LAB_HOLD");
-    return value == nullptr || value[0] != '0';
-  }();
-  return hold;
-}
-std::size_t lab_share() {
-  static const std::size_t share = [] {
-    const char* value = std::getenv("VRAMKIT_LAB_SHARE");
-    return value != nullptr ? std::max<std::size_t>(1, std::strtoull(value, nullptr, 10)) : later_part_share;
-  }();
-  return share;
-}
 
 unsigned load_state(unsigned& state) { return std::atomic_ref<unsigned>(state).load(std::memory_order_acquire); }
 void store_state(unsigned& state, unsigned value) {
@@ -278,12 +262,12 @@ void Pool::write_slide(CompactionReport& report) {
     }
   };
   const Device::MovesWritten written_so_far = [&](bool& final, const Device::QueuedAhead& ahead) noexcept {
-    const std::size_t wanted = given + std::max(first_part_moves, given / lab_share());
+    const std::size_t wanted = given + std::max(first_part_moves, given / later_part_share);
     for (unsigned round = 1;; ++round) {
       while (scanned < count && load_state(pieces[scanned].state) == WalkState::placed)
         written = pieces[scanned++].moves_end;
       if (scanned == count) break;
-      if (written >= wanted && !(lab_hold() && ahead())) return given = written;
+      if (written >= wanted && !ahead()) return given = written;  // else hold it back: a larger part later
       // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
       // thread's, as the team's threads may take tens of microseconds to wake.
       if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
