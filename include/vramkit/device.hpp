@@ -177,12 +177,13 @@ class Device {
                                                    compactor::detail::SlideMove* staged);
 
  protected:
-  /// For a device that runs the parts of execute_moves_as_written as they come: the plan written
-  /// so far, as a prefix of `room`; clears `more` once it is whole.
+  /// A QueuedAhead for a device that never has work queued (each part runs before the next is asked).
   static const QueuedAhead& nothing_ahead() {
     static const QueuedAhead none = [] { return false; };
     return none;
   }
+  /// For a device that runs the parts of execute_moves_as_written as they come: the plan written
+  /// so far, as a prefix of `room`; clears `more` once it is whole. `ahead`: the device's QueuedAhead.
   static gsl::span<const compactor::Move> written_prefix(gsl::span<const compactor::Move> room,
                                                           const MovesWritten& written, bool& more,
                                                           const QueuedAhead& ahead = nothing_ahead()) {

@@ -519,7 +519,6 @@ class CudaDevice final : public Device {
                                            move_blocks_[static_cast<int>(kernel)], stream_);
   }
 
-
   // queue_plan, but a launch failure after earlier phases were launched is a result (the moves
   // those phases run complete; the rest did not start) rather than an exception, which would tell
   // the pool that nothing moved. Other failures propagate: nothing had been launched.
