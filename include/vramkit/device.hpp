@@ -159,6 +159,12 @@ class Device {
   /// and sets `final` once that is the whole plan. `ahead` is the device's QueuedAhead. Must not
   /// throw.
   using MovesWritten = std::function<std::size_t(bool& final, const QueuedAhead& ahead)>;
+  /// A QueuedAhead for a device that never has work queued (each part runs before the next is
+  /// asked), or for a caller that wants the rest of a plan at once.
+  static const QueuedAhead& nothing_ahead() {
+    static const QueuedAhead none = [] { return false; };
+    return none;
+  }
   /// execute_moves_in_parts for a plan that the caller's threads write into `room` in address
   /// order while the device runs the prefix written before (the pool's shared walk of a slide):
   /// each prefix that `written` reports is queued as a part, behind the parts before it. The same
@@ -177,11 +183,6 @@ class Device {
                                                    compactor::detail::SlideMove* staged);
 
  protected:
-  /// A QueuedAhead for a device that never has work queued (each part runs before the next is asked).
-  static const QueuedAhead& nothing_ahead() {
-    static const QueuedAhead none = [] { return false; };
-    return none;
-  }
   /// For a device that runs the parts of execute_moves_as_written as they come: the plan written
   /// so far, as a prefix of `room`; clears `more` once it is whole. `ahead`: the device's QueuedAhead.
   static gsl::span<const compactor::Move> written_prefix(gsl::span<const compactor::Move> room,

@@ -330,8 +330,7 @@ void Pool::run_moves(gsl::span<const compactor::Move> whole, std::vector<compact
     // No move is known to have completed (a CUDA error here is sticky): keep every buffer where it was.
     // A plan still being written is let finish first: all() is then every move whose slot it wrote.
     if (written != nullptr && !written_final) {
-      const Device::QueuedAhead nothing_queued = [] { return false; };  // nothing runs: give the rest at once
-      for (bool final = false; !final;) written_moves = (*written)(final, nothing_queued);
+      for (bool final = false; !final;) written_moves = (*written)(final, Device::nothing_ahead());  // the rest at once
     }
     if (update_started) {
       reset_moved_slots(all());
