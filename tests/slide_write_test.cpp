@@ -7,6 +7,7 @@
 // tests/parallel_plan_test.cpp.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -59,8 +60,10 @@ vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std:
 }
 
 /// A host device that takes slides staged by its caller, as the CUDA device does, in staging
-/// memory of its own, and checks at every part that the records staged for the moves written so
-/// far are exactly those that compactor::detail::make_slide_moves stages from the moves.
+/// memory of its own, and runs each part from the staged records alone (as the CUDA device does:
+/// the caller writes the moves themselves later, while the device moves). Once the plan is whole
+/// it checks that the records staged are exactly those that compactor::detail::make_slide_moves
+/// stages from the moves, and that each part moved what those moves say.
 class StagingChecker final : public vramkit_test::ForwardingDevice {
  public:
   explicit StagingChecker(std::uint32_t chunk_bytes) : chunk_bytes_(chunk_bytes) {}
@@ -68,6 +71,9 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
   std::size_t parts = 0, records_checked = 0, mismatches = 0, obtained = 0, outstanding = 0;
   bool staged = false;
   bool queued_ahead = false;  ///< Says that work is always queued ahead (Device::QueuedAhead).
+  /// Whether the whole plan was given before the call that said it final (which gave nothing
+  /// more): the device moved the slide while the caller still wrote the rest of its bookkeeping.
+  bool whole_before_final = false;
 
   std::uint32_t slide_chunk_bytes() const noexcept override { return chunk_bytes_; }
   void* obtain_staging(std::size_t bytes) override {
@@ -86,22 +92,51 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
                                            const HostThreads* threads, compactor::detail::SlideMove* staging) override {
     staged = staging != nullptr;
     if (!staged) return host_->execute_moves_as_written(room, segment_bases, scratch, written, meanwhile, threads, nullptr);
+    // The moves as the records give them (no tags: a device does not read them).
+    std::vector<compactor::Move> from_records(room.size());
+    std::size_t count = 0;
     const QueuedAhead always_queued = [] { return true; };
-    const MovesWritten checked = [&](bool& final, const QueuedAhead& ahead) {
-      const std::size_t count = written(final, queued_ahead ? always_queued : ahead);
-      std::vector<compactor::detail::SlideMove> expected(count);
-      std::size_t staged_count = 0;
-      std::uint64_t total = 0, bytes = 0;
-      REQUIRE(compactor::detail::make_slide_moves(room.first(count), segment_bases, chunk_bytes_, expected.data(),
-                                                  staged_count, total, bytes));
-      REQUIRE(staged_count == count);  // every move of a slide copies something
-      ++parts;
-      records_checked = count;
-      for (std::size_t index = 0; index < count; ++index)
-        if (std::memcmp(&expected[index], &staging[index], sizeof(expected[index])) != 0) ++mismatches;
+    const MovesWritten from_staging = [&](bool& final, const QueuedAhead& ahead) {
+      const std::size_t before = count;
+      count = written(final, queued_ahead ? always_queued : ahead);
+      for (std::size_t index = before; index < count; ++index) {
+        const compactor::detail::SlideMove& record = staging[index];
+        const auto segment = static_cast<std::uint32_t>(
+            std::upper_bound(segment_bases.begin(), segment_bases.end(), record.source) - segment_bases.begin() - 1);
+        from_records[index] = {.tag = 0,
+                               .from_segment = segment,
+                               .from_offset = record.source - segment_bases[segment],
+                               .to_segment = segment,
+                               .to_offset = record.destination - segment_bases[segment],
+                               .bytes = record.bytes};
+      }
+      if (count != before) ++parts;
+      if (final) whole_before_final = count == before && count != 0;
+      if (final) check_records(room.first(count), segment_bases, staging, from_records);
       return count;
     };
-    return host_->execute_moves_as_written(room, segment_bases, scratch, checked, meanwhile, threads, nullptr);
+    return host_->execute_moves_as_written(from_records, segment_bases, scratch, from_staging, meanwhile, threads,
+                                           nullptr);
+  }
+
+ private:
+  void check_records(gsl::span<const compactor::Move> moves, gsl::span<const std::uint64_t> segment_bases,
+                     const compactor::detail::SlideMove* staging, gsl::span<const compactor::Move> from_records) {
+    std::vector<compactor::detail::SlideMove> expected(moves.size());
+    std::size_t staged_count = 0;
+    std::uint64_t total = 0, bytes = 0;
+    REQUIRE(compactor::detail::make_slide_moves(moves, segment_bases, chunk_bytes_, expected.data(), staged_count,
+                                                total, bytes));
+    REQUIRE(staged_count == moves.size());  // every move of a slide copies something
+    records_checked = moves.size();
+    for (std::size_t index = 0; index < moves.size(); ++index) {
+      const compactor::Move& move = moves[index];
+      const compactor::Move& ran = from_records[index];
+      if (std::memcmp(&expected[index], &staging[index], sizeof(expected[index])) != 0 ||
+          ran.from_segment != move.from_segment || ran.from_offset != move.from_offset ||
+          ran.to_segment != move.to_segment || ran.to_offset != move.to_offset || ran.bytes != move.bytes)
+        ++mismatches;
+    }
   }
 
  private:
@@ -182,6 +217,9 @@ TEST_CASE("a written slide is held back while the device has work queued ahead a
     // calling thread looks.)
     if (queued_ahead) CHECK(device->parts == 1);
     else CHECK(device->parts >= 1);
+    // Either way the device has the whole slide before the team has written the rest (the heaps'
+    // nodes, the slots, the moves themselves): it moves while they are written.
+    CHECK(device->whole_before_final);
     pool.check_invariants();
     for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
     CHECK(pool.statistics().fragmentation() == 0.0);

@@ -43,6 +43,10 @@ struct CompactionReport {
   /// Walking the heaps and planning the moves (host). A full compaction plans in parts inside
   /// execute_seconds, while the device moves the parts planned before (Pool::compact).
   std::chrono::duration<double> plan_seconds{0};
+  /// For a plan written while the device moved it (written_while_moving): from the start of the
+  /// walk until the device had the whole plan; in the rest of plan_seconds the team wrote what the
+  /// update needs (slots, heaps' nodes) while the device moved.
+  std::chrono::duration<double> plan_given_seconds{0};
   /// The whole Device::execute_moves call: chunking (host, or GPU for a slide), upload, kernel,
   /// wait, and the first update of slots and heaps (update_seconds), made during the call: on the
   /// CUDA device while the kernel moves the bytes, on the others after their synchronous moves.

@@ -19,9 +19,10 @@ namespace vramkit {
 namespace pool_detail {
 
 /// Where a piece of a shared walk stands (Pool::write_slide): being walked; its end published
-/// (CompactionScratch::WalkPiece's first_index, cursor, stay and moves); or also written (its
-/// moves, places, nodes and slots).
-enum WalkState : unsigned { walking = 0, published = 1, placed = 2 };
+/// (CompactionScratch::WalkPiece's first_index, cursor, stay and moves); or also ready for the
+/// device (its moves, or its staged records when the device takes them). Its places, nodes and
+/// slots are written by a later pass, which the device does not wait for.
+enum WalkState : unsigned { walking = 0, published = 1, ready = 2 };
 
 }  // namespace pool_detail
 

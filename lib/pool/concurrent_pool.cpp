@@ -132,6 +132,7 @@ CompactionReport ConcurrentPool::compact(const CompactOptions& options) {
     total.goal_met = total.goal_met || report.goal_met;
     total.seconds += report.seconds;
     total.plan_seconds += report.plan_seconds;
+    total.plan_given_seconds += report.plan_given_seconds;
     total.execute_seconds += report.execute_seconds;
     total.update_seconds += report.update_seconds;
   }

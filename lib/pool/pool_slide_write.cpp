@@ -2,30 +2,32 @@
 // (Pool::write_slide): the GPU starts on the first blocks while the host walks the rest.
 //
 // For the case plan_slide serves (every live block may move at the granularity) with no byte
-// budget. The pieces of every segment's walk (Heap::walk_starts), in address order, are taken one
-// at a time by the team's threads. A thread counts its piece (live blocks, bytes, chunks: reads
-// only), then waits for the piece before it to publish where it ends (a chain of look-backs, each
-// a few loads, as the pieces before were taken first) and publishes its own; then it walks the
-// piece again, from its core's cache, and writes what the plan and the update need:
-// the moves, the heap's nodes after the slide (Heap::write_packed: the update then adopts them
-// instead of rebuilding the heap), the slots of the blocks that move (their places and block ids:
-// the update then writes only the slots of the blocks that stay), the places that the update
-// reads, and, when the device takes a slide staged by its caller (Device::slide_chunk_bytes: the
-// CUDA device), the moves as the device uploads them, into the pool's own pinned staging memory.
+// budget. The walk makes two passes over the pieces of every segment's list (Heap::walk_starts),
+// in address order, each piece taken by one of the team's threads at a time:
+//  - The pass the device waits on ("ready"). A thread counts its piece (live blocks, bytes,
+//    chunks: reads only), then waits for the piece before it to publish where it ends (a chain
+//    of look-backs, each a few loads, as the pieces before were taken first) and publishes its
+//    own; then it walks the piece again, from its core's cache, writing the moves and, when the
+//    device takes a slide staged by its caller (Device::slide_chunk_bytes: the CUDA device), the
+//    moves as it uploads them, into the pool's own pinned staging memory.
+//  - The other pass ("placed"), once every piece is taken for the first: each piece's moves read
+//    in order (its list walked again only where blocks stay), writing what the update needs: the
+//    heap's nodes after the slide (Heap::write_packed: the update then adopts them instead of
+//    rebuilding the heap), the slots of the blocks that move (their places and block ids: the
+//    update then writes only the slots of the blocks that stay) and the places that the update
+//    reads. Pieces are independent here: no chain.
 // Nothing else: no list of a piece's blocks, no layout (an update that falls back to the merge,
 // after a device fault, makes it from the moves: Pool::layout_from_slide). The calling thread
-// gives the device each prefix of pieces written in full (Device::execute_moves_as_written), and
-// walks a piece itself whenever it has none to give: it takes the first at once, while the team's
-// threads wake. The moves are exactly compactor::plan_full's, segment after segment
-// (tests/parallel_plan_test.cpp).
+// gives the device each prefix of pieces ready in full (Device::execute_moves_as_written), and
+// readies a piece itself whenever it has none to give: it takes the first at once, while the
+// team's threads wake. Once every piece is ready it gives the rest and places pieces with the
+// team: the device moves the whole slide while the host writes about half its work. The moves
+// are exactly compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
 //
-// On the H100 (docs/benchmarks.md) the walk of layout (b)'s 100,000 blocks took about as long as
-// the GPU's moves (0.9 ms on 7 threads against 0.84 ms); before the update was written by the walk
-// it took 0.23..0.27 ms after it (run 63). On the H200 (run 65) the walk, 0.86..0.94 ms on 8
-// threads, outlasted the GPU's moves (0.68 ms); it then also listed each piece's blocks and wrote
-// the layout and every block's place, about 40% of its time on the development VM (2 threads:
-// 2.2..2.4 ms against 1.5..1.6 without them). Staged by the calling thread from moves that other
-// cores wrote, a part had cost about 14 ns a move, more than the GPU took to move it.
+// Why two passes: on the H100 the one pass of runs 66 to 69 (both passes' writes in one walk)
+// took 0.47..1.22 ms on 8 threads for layout (b)'s 100,000 blocks, about as long as the GPU's
+// moves (0.85 ms), so the GPU waited on it; the host's floor (bench/lab/host_floor.cpp, run 47)
+// put the staging at about half the host's work.
 #include "compactor/chunk_plan_paths.hpp"
 #include "pool/pool_segment.hpp"
 #include "pool/slide_place.hpp"
@@ -184,21 +186,17 @@ void Pool::write_slide(CompactionReport& report) {
     piece.moves_end = moves_base + (stay == SIZE_MAX ? 0 : first_index + counted.live - stay);
     store_state(piece.state, WalkState::published);
   };
-  // Walks a published piece again, from its core's cache, writing each block's place once every
-  // move completes: the heap's node after the slide (its blocks packed, each id its index), and
-  // for a block that moves its move, its slot (as the update would write it: the block ids are the
-  // indices that the rebuild gives, slots_ahead) and, when staged, the move as the device uploads
-  // it (Device::slide_chunk_bytes). Its place in `placements` only where the update reads it: the
-  // blocks that stay (their slots), the segment's last block (the heap's end), or every block when
-  // the update rebuilds the heap. No layout: an update that falls back to the merge makes it from
-  // these (layout_unwritten).
-  const auto write = [&](std::size_t index) noexcept {
+  // The pass the device waits on, for piece `index` (taken in order: the pieces before it are
+  // being walked, or were): counts it (reads only), publishes where it ends, then walks it again,
+  // from its core's cache, writing the move of each block that moves and, when the device takes
+  // the slide staged (Device::slide_chunk_bytes), the move as the device uploads it.
+  const auto ready_one = [&](std::size_t index) noexcept {
     CompactionScratch::WalkPiece& piece = pieces[index];
     const auto segment = piece.segment;
-    Heap& heap = segments_[segment]->heap;
+    const Heap& heap = segments_[segment]->heap;
+    publish(index, pool_detail::count_piece(heap, piece.start, piece.end, staging != nullptr ? chunk_bytes : 0,
+                                            [](std::uint32_t) {}));
     const std::uint64_t base = segments_[segment]->base;
-    HeapPlacement* const placed = scratch.placements[segment].data();
-    const std::size_t last = scratch.placements[segment].size() - 1;
     const std::size_t stay = piece.stay, moves_base = piece.moves_base;
     std::uint64_t first_chunk = piece.first_chunk;
     std::size_t at = piece.first_index;
@@ -206,8 +204,6 @@ void Pool::write_slide(CompactionReport& report) {
     for (BlockId id = piece.start; id != piece.end; id = heap.next(id)) {
       const HeapBlock block = heap.block(id);
       if (block.free) continue;
-      if (at < stay || !nodes_ahead || at == last) placed[at] = {to, block.bytes, block.tag};
-      if (nodes_ahead) heap.write_packed(at, to, block.bytes, block.tag);
       if (at >= stay) {
         const std::size_t move = moves_base + at - stay;
         moves[move] = {.tag = block.tag,
@@ -216,9 +212,6 @@ void Pool::write_slide(CompactionReport& report) {
                        .to_segment = segment,
                        .to_offset = to,
                        .bytes = block.bytes};
-        Slot& entry = (*table_)[block.tag];
-        entry.offset = to;
-        entry.block = static_cast<BlockId>(at);
         if (staging != nullptr) {
           staging[move] = {base + block.offset, base + to, block.bytes, static_cast<std::uint32_t>(first_chunk),
                            static_cast<std::uint32_t>(move)};
@@ -228,25 +221,68 @@ void Pool::write_slide(CompactionReport& report) {
       to += block.bytes;
       ++at;
     }
-    store_state(piece.state, WalkState::placed);
+    store_state(piece.state, WalkState::ready);
   };
-  // Walks piece `index` (taken in order: the pieces before it are being walked, or were): counts
-  // it, publishes where it ends, then writes it. The count also asks for the slots that the second
-  // pass writes, each a cache line of its own that other cores last wrote: their loads then
-  // overlap, where the stores would wait on each.
-  const auto walk_one = [&](std::size_t index) noexcept {
-    const CompactionScratch::WalkPiece& piece = pieces[index];
-    publish(index, pool_detail::count_piece(segments_[piece.segment]->heap, piece.start, piece.end,
-                                            staging != nullptr ? chunk_bytes : 0,
-                                            [&](std::uint32_t tag) { __builtin_prefetch(&(*table_)[tag], 1); }));
-    write(index);
+  // The other pass, for piece `index` once it is ready (the pass the device waits on is taken for
+  // every piece before this one is): writes each block's place once every move completes: the
+  // heap's node after the slide (its blocks packed, each id its index); for a block that moves its
+  // slot (as the update would write it: the block ids are the indices that the rebuild gives,
+  // slots_ahead); its place in `placements` only where the update reads it: the blocks that stay
+  // (their slots), the segment's last block (the heap's end), or every block when the update
+  // rebuilds the heap. No layout: an update that falls back to the merge makes it from these
+  // (layout_unwritten). A piece whose blocks all move is read from its moves, in order (no walk
+  // of the list); the slot `ahead` moves on is asked for early, each a cache line of its own that
+  // other cores last wrote, so that their loads overlap where the stores would wait on each.
+  const auto place_one = [&](std::size_t index) noexcept {
+    CompactionScratch::WalkPiece& piece = pieces[index];
+    for (unsigned round = 1; load_state(piece.state) != WalkState::ready; ++round) pause(round, spins);
+    Heap& heap = segments_[piece.segment]->heap;
+    HeapPlacement* const placed = scratch.placements[piece.segment].data();
+    const std::size_t last = scratch.placements[piece.segment].size() - 1;
+    const std::size_t stay = piece.stay;
+    const auto place = [&](std::size_t at, std::uint64_t to, std::uint64_t bytes, std::uint32_t tag) {
+      if (at < stay || !nodes_ahead || at == last) placed[at] = {to, bytes, tag};
+      if (nodes_ahead) heap.write_packed(at, to, bytes, tag);
+      if (at >= stay) {
+        Slot& entry = (*table_)[tag];
+        entry.offset = to;
+        entry.block = static_cast<BlockId>(at);
+      }
+    };
+    if (piece.first_index >= stay) {
+      constexpr std::size_t ahead = 16;
+      const compactor::Move* const first = moves.data() + piece.moves_base + (piece.first_index - stay);
+      for (std::size_t k = 0; k < std::min(ahead, piece.live); ++k) __builtin_prefetch(&(*table_)[first[k].tag], 1);
+      for (std::size_t k = 0; k < piece.live; ++k) {
+        if (k + ahead < piece.live) __builtin_prefetch(&(*table_)[first[k + ahead].tag], 1);
+        place(piece.first_index + k, first[k].to_offset, first[k].bytes, first[k].tag);
+      }
+      return;
+    }
+    std::size_t at = piece.first_index;
+    std::uint64_t to = piece.cursor;
+    for (BlockId id = piece.start; id != piece.end; id = heap.next(id)) {
+      const HeapBlock block = heap.block(id);
+      if (block.free) continue;
+      place(at++, to, block.bytes, block.tag);
+      to += block.bytes;
+    }
   };
+  std::atomic<std::size_t> next_place{0};
+  const auto place_all = [&]() noexcept {
+    for (std::size_t index; (index = next_place.fetch_add(1, std::memory_order_relaxed)) < count;) place_one(index);
+  };
+  // Each member readies pieces while any is left, then places them: the device is given the whole
+  // slide about when half the work is done, and moves it while the team places it.
   const auto walk = [&](unsigned) noexcept {
-    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) walk_one(index);
+    for (std::size_t index; (index = next_piece.fetch_add(1, std::memory_order_relaxed)) < count;) ready_one(index);
+    place_all();
   };
 
-  // The calling thread's share: report each prefix of pieces placed in full, then the end.
+  // The calling thread's share: gives each prefix of pieces ready in full, then places pieces
+  // with the team, then reports the end.
   std::size_t scanned = 0, written = 0, given = 0;
+  bool whole_given = false;
   const auto finish = [&]() noexcept {
     team_->join();
     report.plan_seconds += std::chrono::steady_clock::now() - started;
@@ -264,21 +300,27 @@ void Pool::write_slide(CompactionReport& report) {
   const Device::MovesWritten written_so_far = [&](bool& final, const Device::QueuedAhead& ahead) noexcept {
     const std::size_t wanted = given + std::max(first_part_moves, given / later_part_share);
     for (unsigned round = 1;; ++round) {
-      while (scanned < count && load_state(pieces[scanned].state) == WalkState::placed)
+      while (scanned < count && load_state(pieces[scanned].state) == WalkState::ready)
         written = pieces[scanned++].moves_end;
       if (scanned == count) break;
       if (written >= wanted && !ahead()) return given = written;  // else hold it back: a larger part later
-      // Nothing to give yet: walk a piece meanwhile, while any is left. The first is this
+      // Nothing to give yet: ready a piece meanwhile, while any is left. The first is this
       // thread's, as the team's threads may take tens of microseconds to wake.
       if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
-        walk_one(index);
+        ready_one(index);
         continue;
       }
       pause(round, spins);
     }
+    if (!whole_given) {  // the rest, given while the pieces are placed
+      whole_given = true;
+      report.plan_given_seconds += std::chrono::steady_clock::now() - started;
+      if (written != given) return given = written;
+    }
+    place_all();
     finish();
     final = true;
-    return given = written;
+    return given;
   };
 
   team_->start(walk);
