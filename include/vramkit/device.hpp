@@ -157,7 +157,8 @@ class Device {
   /// How much of a plan that other threads write into `room` is written: blocks until more moves
   /// are than at the last return (or the plan is whole), returns how many are (a prefix of room),
   /// and sets `final` once that is the whole plan. `ahead` is the device's QueuedAhead. Must not
-  /// throw.
+  /// throw. The call that sets `final` may give no more than the one before it: a caller may give
+  /// every move, then write its own bookkeeping while the device moves, before it says final.
   using MovesWritten = std::function<std::size_t(bool& final, const QueuedAhead& ahead)>;
   /// A QueuedAhead for a device that never has work queued (each part runs before the next is
   /// asked), or for a caller that wants the rest of a plan at once.
