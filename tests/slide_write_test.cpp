@@ -60,8 +60,8 @@ vramkit_test::BlockMap compact_through(HostFaults faults, unsigned threads, std:
 }
 
 /// A host device that takes slides staged by its caller, as the CUDA device does, in staging
-/// memory of its own, and runs each part from the staged records alone (as the CUDA device does:
-/// the caller writes the moves themselves later, while the device moves). Once the plan is whole
+/// memory of its own, and runs each part from the staged records alone (as the CUDA device does,
+/// which never reads the moves of a staged slide). Once the plan is whole
 /// it checks that the records staged are exactly those that compactor::detail::make_slide_moves
 /// stages from the moves, and that each part moved what those moves say.
 class StagingChecker final : public vramkit_test::ForwardingDevice {
@@ -139,7 +139,6 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
     }
   }
 
- private:
   std::uint32_t chunk_bytes_;
 };
 
@@ -218,7 +217,7 @@ TEST_CASE("a written slide is held back while the device has work queued ahead a
     if (queued_ahead) CHECK(device->parts == 1);
     else CHECK(device->parts >= 1);
     // Either way the device has the whole slide before the team has written the rest (the heaps'
-    // nodes, the slots, the moves themselves): it moves while they are written.
+    // nodes, the slots): it moves while they are written.
     CHECK(device->whole_before_final);
     pool.check_invariants();
     for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
