@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <vramkit/pool.hpp>
-#include <vramkit/units.hpp>
 
 #include "compaction_layouts.hpp"
 #include "compactor/slide_math.hpp"
@@ -103,6 +102,7 @@ int main(int argc, char** argv) {
   struct Row {
     double seconds, plan, given, first, last, end;
     std::size_t parts;
+    unsigned threads;
   };
   std::vector<Row> rows;
   for (int round = 0; round <= repeats; ++round) {  // round 0: the pool's first compaction, not counted
@@ -121,13 +121,12 @@ int main(int argc, char** argv) {
                       report.plan_given_seconds.count() * 1e3,
 #endif
                       device->first_part_us, device->last_part_us,
-                      device->end_us, device->parts});
+                      device->end_us, device->parts, report.plan_threads});
     for (Handle handle : kept) pool.free(handle);
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.seconds < b.seconds; });
   std::printf("simulated GPU: %.2f ns a move (%.3f ms for 100,000), %.0f us a launch; %u threads; median of %d\n",
-              ns_per_move, ns_per_move * 1e-1 / 1e3, launch_us, pool.statistics().segments ? options.compaction_threads : 0,
-              repeats);
+              ns_per_move, ns_per_move * 0.1, launch_us, rows.front().threads, repeats);
   for (const Row& row : rows)
     std::printf("  compact %.3f ms  walk %.3f ms  whole plan given %.3f ms  first part %.0f us  last part %.0f us"
                 "  device done %.0f us  parts %zu%s\n",
