@@ -39,9 +39,25 @@ TEST_CASE("a worker team runs every part once a run, each on its own thread", "[
     CHECK(std::set<std::thread::id>(threads.begin(), threads.end()).size() == 5);
   }
   WorkerTeam alone(1);
+  alone.wake();  // no threads to wake
   int parts = 0;
   alone.run([&](unsigned part) noexcept { parts += 1 + static_cast<int>(part); });
   CHECK(parts == 1);
+}
+
+TEST_CASE("a worker team woken ahead of its runs still runs every part once a run", "[parallel][threads]") {
+  WorkerTeam team(4);
+  for (int run = 0; run < 40; ++run) {
+    // Asleep (past spin_time) or spinning when woken; woken once, twice or not at all; the run at
+    // once, or after the threads have spun out and slept again.
+    if (run % 2 == 0) std::this_thread::sleep_for(WorkerTeam::spin_time * 3);
+    for (int wakes = 0; wakes < run % 3; ++wakes) team.wake();
+    if (run % 5 == 0) std::this_thread::sleep_for(WorkerTeam::spin_time * 3);
+    std::vector<std::atomic<int>> calls(4);
+    team.run([&](unsigned part) noexcept { calls[part].fetch_add(1); });
+    for (auto& count : calls) REQUIRE(count.load() == 1);
+  }
+  team.wake();  // and stopped while woken
 }
 
 namespace {

@@ -111,6 +111,10 @@ CompactionReport Pool::compact_locked(const CompactOptions& options) {
     throw invalid_argument(detail::message("hole alignment ", options.hole_alignment, " is not a power of two"));
   }
   const auto started = std::chrono::steady_clock::now();
+  // A full compaction's walk and update run on the team, whose threads sleep between compactions
+  // and take tens of microseconds to wake: they wake now, while this thread takes the statistics
+  // and sets out the walk.
+  if (options.goal == CompactGoal::full && team_) team_->wake();
   drain_cache();  // cached blocks are free space to merge
   CompactionReport report;
   {

@@ -18,11 +18,12 @@
 //    reads. Pieces are independent here: no chain.
 // Nothing else: no list of a piece's blocks, no layout (an update that falls back to the merge,
 // after a device fault, makes it from the moves: Pool::layout_from_slide). The calling thread
-// gives the device each prefix of pieces ready in full (Device::execute_moves_as_written), and
-// readies a piece itself whenever it has none to give: it takes the first at once, while the
-// team's threads wake. Once every piece is ready it gives the rest and places pieces with the
-// team: the device moves the whole slide while the host writes about half its work. The moves
-// are exactly compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
+// gives the device each prefix of pieces ready in full (Device::execute_moves_as_written). It
+// readies the first piece itself, while the team's threads wake, and others while the device has
+// a part queued behind the one it runs; else it watches for the next part to give, as the device
+// could run dry while it readied a piece. Once every piece is ready it gives the rest and places
+// pieces with the team: the device moves the whole slide while the host writes about half its
+// work. The moves are exactly compactor::plan_full's, segment after segment (tests/parallel_plan_test.cpp).
 //
 // Why two passes: on the H100 the one pass of runs 66 to 69 (both passes' writes in one walk)
 // took 0.47..1.22 ms on 8 threads for layout (b)'s 100,000 blocks, about as long as the GPU's
@@ -303,12 +304,17 @@ void Pool::write_slide(CompactionReport& report) {
       while (scanned < count && load_state(pieces[scanned].state) == WalkState::ready)
         written = pieces[scanned++].moves_end;
       if (scanned == count) break;
-      if (written >= wanted && !ahead()) return given = written;  // else hold it back: a larger part later
-      // Nothing to give yet: ready a piece meanwhile, while any is left. The first is this
-      // thread's, as the team's threads may take tens of microseconds to wake.
-      if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
-        ready_one(index);
-        continue;
+      const bool queued = ahead();
+      if (written >= wanted && !queued) return given = written;  // else hold it back: a larger part later
+      // Nothing to give yet. Before the first part (the team's threads may take tens of
+      // microseconds to wake), and while the device has a part queued behind the one it runs,
+      // this thread readies a piece meanwhile, while any is left. Otherwise the device may run
+      // dry in less time than a piece takes (tens of microseconds): it watches for the next part.
+      if (given == 0 || queued) {
+        if (const std::size_t index = next_piece.fetch_add(1, std::memory_order_relaxed); index < count) {
+          ready_one(index);
+          continue;
+        }
       }
       pause(round, spins);
     }

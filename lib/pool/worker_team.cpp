@@ -67,6 +67,17 @@ void WorkerTeam::start_erased(void* context, Call call) noexcept {
   if (wake) wake_.notify_all();
 }
 
+void WorkerTeam::wake() noexcept {
+  if (threads_.empty() || !spin_) return;  // a team that does not spin would only sleep again
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    ++wakes_;
+    wake = sleepers_ != 0;
+  }
+  if (wake) wake_.notify_all();
+}
+
 void WorkerTeam::join() noexcept {
   if (!started_) return;
   started_ = false;
@@ -75,7 +86,8 @@ void WorkerTeam::join() noexcept {
   done_.wait(lock, [this] { return running_.load(std::memory_order_acquire) == 0; });
 }
 
-// A thread's life: wait (spinning, then asleep) for a run it has not seen, run its part, report.
+// A thread's life: wait (spinning, then asleep, then spinning again when woken ahead of a run) for
+// a run it has not seen, run its part, report.
 // The caller waits for every thread before it starts the next run, so no thread can miss one.
 void WorkerTeam::work(unsigned part) noexcept {
   std::uint64_t seen = 0;
@@ -85,9 +97,11 @@ void WorkerTeam::work(unsigned part) noexcept {
     };
     if (!spin_until(spin_, started)) {
       std::unique_lock lock(mutex_);
+      const std::uint64_t wakes = wakes_;
       ++sleepers_;
-      wake_.wait(lock, started);
+      wake_.wait(lock, [&] { return started() || wakes_ != wakes; });
       --sleepers_;
+      if (!started()) continue;  // woken ahead of a run (wake()): spin for it
     }
     if (stop_.load()) return;
     seen = generation_.load(std::memory_order_acquire);

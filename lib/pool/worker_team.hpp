@@ -56,6 +56,10 @@ class WorkerTeam {
   }
   /// Waits for the calls that start() began; at once if there are none (or join() waited already).
   void join() noexcept;
+  /// Wakes the threads asleep, which then spin for the next run (spin_time) before sleeping again:
+  /// a caller with some work of its own to do before start() calls it first, so that the team
+  /// wakes meanwhile. Allocates nothing.
+  void wake() noexcept;
 
  private:
   using Call = void (*)(void* context, unsigned part) noexcept;
@@ -72,6 +76,7 @@ class WorkerTeam {
   std::atomic<unsigned> running_{0};          ///< Threads of the current run still in their task.
   std::atomic<bool> stop_{false};
   unsigned sleepers_ = 0;  ///< Threads waiting on wake_ (under mutex_).
+  std::uint64_t wakes_ = 0;  ///< Moved on by wake() (under mutex_).
   bool spin_ = true;       ///< At most as many members as the hardware has threads.
   bool started_ = false;   ///< start() began calls that join() has not waited for (the caller's only).
   std::vector<std::thread> threads_;
