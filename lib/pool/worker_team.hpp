@@ -75,10 +75,10 @@ class WorkerTeam {
   std::atomic<std::uint64_t> generation_{0};  ///< Moved on (under mutex_) to start a run.
   std::atomic<unsigned> running_{0};          ///< Threads of the current run still in their task.
   std::atomic<bool> stop_{false};
-  unsigned sleepers_ = 0;  ///< Threads waiting on wake_ (under mutex_).
+  unsigned sleepers_ = 0;    ///< Threads waiting on wake_ (under mutex_).
   std::uint64_t wakes_ = 0;  ///< Moved on by wake() (under mutex_).
-  bool spin_ = true;       ///< At most as many members as the hardware has threads.
-  bool started_ = false;   ///< start() began calls that join() has not waited for (the caller's only).
+  bool spin_ = true;         ///< At most as many members as the hardware has threads.
+  bool started_ = false;     ///< start() began calls that join() has not waited for (the caller's only).
   std::vector<std::thread> threads_;
 };
 
