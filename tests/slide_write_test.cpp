@@ -70,7 +70,9 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
   ~StagingChecker() override { CHECK(outstanding == 0); }
   std::size_t parts = 0, records_checked = 0, mismatches = 0, obtained = 0, outstanding = 0;
   bool staged = false;
-  bool queued_ahead = false;  ///< Says that work is always queued ahead (Device::QueuedAhead).
+  /// What the device says of work queued ahead (Device::QueuedAhead), in place of the host
+  /// device's answer (never) when set.
+  QueuedAhead queued_ahead;
   /// Whether the whole plan was given before the call that said it final (which gave nothing
   /// more): the device moved the slide while the caller still wrote the rest of its bookkeeping.
   bool whole_before_final = false;
@@ -95,10 +97,9 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
     // The moves as the records give them (no tags: a device does not read them).
     std::vector<compactor::Move> from_records(room.size());
     std::size_t count = 0;
-    const QueuedAhead always_queued = [] { return true; };
     const MovesWritten from_staging = [&](bool& final, const QueuedAhead& ahead) {
       const std::size_t before = count;
-      count = written(final, queued_ahead ? always_queued : ahead);
+      count = written(final, queued_ahead ? queued_ahead : ahead);
       for (std::size_t index = before; index < count; ++index) {
         const compactor::detail::SlideMove& record = staging[index];
         const auto segment = static_cast<std::uint32_t>(
@@ -200,10 +201,14 @@ TEST_CASE("a written slide is held back while the device has work queued ahead a
   const std::uint64_t seed = std::random_device{}();
   std::cout << "written slide, queued ahead: seed " << seed << "\n";
   INFO("seed " << seed);
-  for (const bool queued_ahead : {false, true}) {
-    INFO("work queued ahead: " << queued_ahead);
+  std::mt19937_64 rng(seed);
+  // Never queued ahead, always, or now and then (the calling thread then readies pieces at times
+  // and watches for the next part at others).
+  for (const int mode : {0, 1, 2}) {
+    INFO("work queued ahead: " << (mode == 0 ? "never" : mode == 1 ? "always" : "now and then"));
     auto device = std::make_shared<StagingChecker>(256);
-    device->queued_ahead = queued_ahead;
+    if (mode == 1) device->queued_ahead = [] { return true; };
+    if (mode == 2) device->queued_ahead = [&rng] { return rng() % 3 == 0; };
     Pool pool({.capacity_bytes = 64_MiB, .free_cache_bytes = 0, .compaction_threads = 4}, device);
     const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 60000, seed);
     const CompactionReport report = pool.compact();
@@ -214,7 +219,7 @@ TEST_CASE("a written slide is held back while the device has work queued ahead a
     // A device that always has work queued gets the plan whole, once the walk is done. (An idle
     // one usually gets several parts, but not always: the team may walk every piece before the
     // calling thread looks.)
-    if (queued_ahead) CHECK(device->parts == 1);
+    if (mode == 1) CHECK(device->parts == 1);
     else CHECK(device->parts >= 1);
     // Either way the device has the whole slide before the team has written the rest (the heaps'
     // nodes, the slots): it moves while they are written.
