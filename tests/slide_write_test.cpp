@@ -203,7 +203,7 @@ TEST_CASE("a written slide is held back while the device has work queued ahead a
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   // Never queued ahead, always, or now and then (the calling thread then readies pieces at times
-  // and watches for the next part at others).
+  // and watches for the next part at others; it stops asking once told no, until it gives a part).
   for (const int mode : {0, 1, 2}) {
     INFO("work queued ahead: " << (mode == 0 ? "never" : mode == 1 ? "always" : "now and then"));
     auto device = std::make_shared<StagingChecker>(256);

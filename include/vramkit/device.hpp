@@ -152,7 +152,9 @@ class Device {
   virtual void release_staging(void* memory) noexcept;
   /// Whether the device has work queued behind the part it is running: then a part given now
   /// would only wait, and the caller may hold back what is written and give it later, as one
-  /// larger part (fewer launches, each with its own tail). Must not throw.
+  /// larger part (fewer launches, each with its own tail). Once it says no, it says no until the
+  /// caller gives another part (what has run cannot run again): a caller may stop asking. Must not
+  /// throw.
   using QueuedAhead = std::function<bool()>;
   /// How much of a plan that other threads write into `room` is written: blocks until more moves
   /// are than at the last return (or the plan is whole), returns how many are (a prefix of room),

@@ -300,11 +300,14 @@ void Pool::write_slide(CompactionReport& report) {
   };
   const Device::MovesWritten written_so_far = [&](bool& final, const Device::QueuedAhead& ahead) noexcept {
     const std::size_t wanted = given + std::max(first_part_moves, given / later_part_share);
+    // Asked until the device says it has no part queued ahead: then it has none until the next
+    // part is given (Device::QueuedAhead), and each ask is a driver call on the CUDA device.
+    bool queued = true;
     for (unsigned round = 1;; ++round) {
       while (scanned < count && load_state(pieces[scanned].state) == WalkState::ready)
         written = pieces[scanned++].moves_end;
       if (scanned == count) break;
-      const bool queued = ahead();
+      if (queued) queued = ahead();
       if (written >= wanted && !queued) return given = written;  // else hold it back: a larger part later
       // Nothing to give yet. Before the first part (the team's threads may take tens of
       // microseconds to wake), and while the device has a part queued behind the one it runs,
