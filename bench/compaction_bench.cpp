@@ -67,11 +67,7 @@ std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layo
   std::vector<std::uint64_t> words, read;
   std::array<Result, 2> results;
   for (Result& result : results) {
-    std::vector<Handle> kept, gaps;
-    for (std::size_t i = 0; i < layout.keep.size(); ++i) {
-      gaps.push_back(pool.allocate(layout.gap[i]));
-      kept.push_back(pool.allocate(layout.keep[i]));
-    }
+    auto [kept, gaps] = vramkit_bench::allocate_layout(pool, layout);
     for (std::size_t i = 0; i < kept.size() && has_memory; ++i) {
       words.resize(layout.keep[i] / 8);
       fill_words(words, i);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vramkit_bench {
@@ -38,6 +39,21 @@ inline Layout sliding_layout(double scale) {
     layout.keep.push_back(block);
   }
   return layout;
+}
+
+/// The layout allocated in `pool`, just emptied: each gap, then the buffer kept after it, so that
+/// they lie in that order. Returns the kept buffers' handles, then the gaps'.
+template <class Pool>
+auto allocate_layout(Pool& pool, const Layout& layout) {
+  using Handle = decltype(pool.allocate(std::uint64_t{1}));
+  std::pair<std::vector<Handle>, std::vector<Handle>> placed;
+  placed.first.reserve(layout.keep.size());
+  placed.second.reserve(layout.gap.size());
+  for (std::size_t i = 0; i < layout.keep.size(); ++i) {
+    placed.second.push_back(pool.allocate(layout.gap[i]));
+    placed.first.push_back(pool.allocate(layout.keep[i]));
+  }
+  return placed;
 }
 
 inline void fill_words(std::vector<std::uint64_t>& words, std::uint64_t key) {

@@ -186,11 +186,7 @@ int main(int argc, char** argv) {
   // compaction (its scratch storage unallocated); the runs after it find that storage ready.
   Pool pool({.capacity_bytes = total + (4 << 20), .compaction_parts = parts, .compaction_threads = threads}, device);
   for (int run = 0; run <= repeats; ++run) {
-    std::vector<Handle> kept, gaps;
-    for (std::size_t i = 0; i < layout.keep.size(); ++i) {
-      gaps.push_back(pool.allocate(layout.gap[i]));
-      kept.push_back(pool.allocate(layout.keep[i]));
-    }
+    auto [kept, gaps] = vramkit_bench::allocate_layout(pool, layout);
     for (Handle gap : gaps) pool.free(gap);
     device->synchronize();
     check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");

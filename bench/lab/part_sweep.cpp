@@ -55,11 +55,7 @@ int main(int argc, char** argv) {
   std::vector<double> times, walks, given;
   std::uint64_t moved = 0;
   for (int round = 0; round <= iterations; ++round) {
-    std::vector<Handle> kept, gaps;
-    for (std::size_t i = 0; i < layout.keep.size(); ++i) {
-      gaps.push_back(pool.allocate(layout.gap[i]));
-      kept.push_back(pool.allocate(layout.keep[i]));
-    }
+    auto [kept, gaps] = vramkit_bench::allocate_layout(pool, layout);
     for (Handle gap : gaps) pool.free(gap);
     device->synchronize();
     std::memset(evict.data(), round, evict.size());

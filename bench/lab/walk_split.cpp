@@ -106,11 +106,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Row> rows;
   for (int round = 0; round <= repeats; ++round) {  // round 0: the pool's first compaction, not counted
-    std::vector<Handle> kept, gaps;
-    for (std::size_t i = 0; i < layout.keep.size(); ++i) {
-      gaps.push_back(pool.allocate(layout.gap[i]));
-      kept.push_back(pool.allocate(layout.keep[i]));
-    }
+    auto [kept, gaps] = vramkit_bench::allocate_layout(pool, layout);
     for (Handle gap : gaps) pool.free(gap);
     const CompactionReport report = pool.compact({.release_empty_segments = false});
     if (round > 0)
