@@ -99,7 +99,13 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
     std::size_t count = 0;
     const MovesWritten from_staging = [&](bool& final, const QueuedAhead& ahead) {
       const std::size_t before = count;
-      count = written(final, queued_ahead ? queued_ahead : ahead);
+      // As Device::QueuedAhead promises, a no holds until the part this call gives.
+      bool said_no = false;
+      const QueuedAhead answer = [&] {
+        if (!said_no) said_no = !(queued_ahead ? queued_ahead() : ahead());
+        return !said_no;
+      };
+      count = written(final, answer);
       for (std::size_t index = before; index < count; ++index) {
         const compactor::detail::SlideMove& record = staging[index];
         const auto segment = static_cast<std::uint32_t>(
