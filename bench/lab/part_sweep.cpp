@@ -14,6 +14,9 @@
 //   VRAMKIT_LAB_NT=1                       the staged records by non-temporal stores
 //   VRAMKIT_LAB_WAKE=1                     a 16-byte memset on the move stream as the device call begins
 //   VRAMKIT_LAB_SECOND=N                   the second part capped at N moves (its upload shorter)
+//   VRAMKIT_LAB_FINE=N                     the slide's first N pieces (a multiple of 4) a quarter of the size
+//   VRAMKIT_LAB_FEEDMIN=N                  while a part is queued, the calling thread readies a piece only
+//                                          if that part holds at least N moves
 // and prints (VRAMKIT_LAB_PRINT=1, or for a call longer than VRAMKIT_LAB_SLOW_US) each part's
 // timeline from CUDA events (moves, chunks, when given on the host, its upload and chunk
 // derivation, its move) and each piece of the walk (member, taken / published / ready, in microseconds
@@ -22,7 +25,7 @@
 // Without the patch too: the time outside the device call (compact() less its device phase), and
 // for each compaction longer than VRAMKIT_LAB_SLOW_US (default 2500) the host's stolen time and
 // the process's involuntary context switches while it ran.
-// docs/benchmarks.md, runs 73 and 74.
+// docs/benchmarks.md, runs 73 to 76.
 //
 // Build (from the repository root):
 //   git apply bench/lab/part_timeline.patch
@@ -39,7 +42,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
     const CompactionReport report = pool.compact({.release_empty_segments = false});
     const HostCounters after = host_counters();
     if (report.seconds.count() * 1e3 > slow_ms) {
-      ++slow;
+      if (round > 0) ++slow;  // as the times: the pool's first compaction is not counted
       std::fprintf(stderr, "slow compaction %d: %.3f ms, walk %.3f, device call %.3f; steal +%lld jiffies, "
                    "involuntary switches +%lld\n", round, report.seconds.count() * 1e3, report.plan_seconds.count() * 1e3,
                    report.execute_seconds.count() * 1e3, after.steal - before.steal, after.involuntary - before.involuntary);
