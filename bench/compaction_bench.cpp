@@ -57,9 +57,11 @@ struct Result {
 // Fills a pool with the layout, writes every kept buffer, frees the gaps, compacts and checks every
 // kept buffer; then frees everything and does it all again in the same pool. The first compaction
 // of a pool finds its bookkeeping's scratch storage unallocated (each page the kernel zeroes on
-// first touch); the second finds it ready, as a pool that compacts between batches does.
+// first touch); the second finds it ready, as a pool that compacts between batches does. With
+// `prepare`, the pool takes that storage before its first compaction (Pool::prepare_compaction,
+// untimed), as a pipeline would once its first batch is allocated.
 std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layout& layout, CompactionParts parts,
-                               unsigned threads) {
+                               unsigned threads, bool prepare) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < layout.keep.size(); ++i) total += layout.keep[i] + layout.gap[i];
   Pool pool({.capacity_bytes = total + 4_MiB, .compaction_parts = parts, .compaction_threads = threads}, device);
@@ -75,6 +77,7 @@ std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layo
     }
     for (Handle gap : gaps) pool.free(gap);
     device->synchronize();
+    if (prepare && &result == &results[0]) pool.prepare_compaction();
     if (evict_before_compaction) evict_host_caches();
     const CompactionReport report = pool.compact({.release_empty_segments = false});
     result = {report.seconds.count(), report.plan_seconds.count(), report.plan_given_seconds.count(),
@@ -135,16 +138,20 @@ int main(int argc, char** argv) {
     if (only != 0 && &layout - layouts.data() != only - 'a') continue;
     // The pool's default (automatic), then in parts and planned first whatever the block sizes,
     // then the default with the update on the calling thread alone (compaction_threads 1: the
-    // baseline of the threads' share), interleaved run by run, each repeat starting with the next
-    // one, so that no way always runs first (docs/benchmarks.md: two ways that plan alike differed
-    // by 20% on layout (b)).
-    constexpr int ways = 4;
+    // baseline of the threads' share), then the default in a pool prepared before its first
+    // compaction, interleaved run by run, each repeat starting with the next one, so that no way
+    // always runs first (docs/benchmarks.md: two ways that plan alike differed by 20% on layout (b)).
+    constexpr int ways = 5;
     constexpr CompactionParts modes[ways] = {CompactionParts::automatic, CompactionParts::always,
-                                             CompactionParts::never, CompactionParts::automatic};
-    constexpr unsigned mode_threads[ways] = {0, 0, 0, 1};
+                                             CompactionParts::never, CompactionParts::automatic,
+                                             CompactionParts::automatic};
+    constexpr unsigned mode_threads[ways] = {0, 0, 0, 1, 0};
+    constexpr bool mode_prepared[ways] = {false, false, false, false, true};
     constexpr const char* mode_names[ways] = {"", "  the same, always in parts", "  the same, always planned first",
-                                              "  the same, update on one thread"};
-    constexpr const char* mode_keys[ways] = {"automatic", "always", "never", "automatic, compaction_threads 1"};
+                                              "  the same, update on one thread",
+                                              "  the same, prepared (prepare_compaction)"};
+    constexpr const char* mode_keys[ways] = {"automatic", "always", "never", "automatic, compaction_threads 1",
+                                             "automatic, prepare_compaction first"};
     std::vector<Result> runs[ways][2];  // by way, then the first compaction of a pool and the next
     // The ceiling is timed before the pool's runs and again after them; the faster is used. One
     // process had it 7% below what the same copy gave elsewhere on the same GPU (docs/benchmarks.md),
@@ -155,7 +162,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeats; ++r)
       for (int step = 0; step < ways; ++step) {
         const int mode = (r + step) % ways;
-        const std::array<Result, 2> pair = run_pool(device, layout, modes[mode], mode_threads[mode]);
+        const std::array<Result, 2> pair = run_pool(device, layout, modes[mode], mode_threads[mode], mode_prepared[mode]);
         for (int again = 0; again < 2; ++again) runs[mode][again].push_back(pair[again]);
       }
     double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;

@@ -10,6 +10,7 @@
 #include <vramkit/host_device.hpp>
 #include <vramkit/units.hpp>
 
+#include "support/forwarding_device.hpp"
 #include "support/patterns.hpp"
 
 using namespace vramkit;
@@ -204,4 +205,26 @@ TEST_CASE("a thread that uses many pools one after another remembers home shards
   Pool& home = kept.local();
   CHECK(&kept.local() == &home);
   CHECK(ConcurrentPool::remembered_homes() <= before + 1);
+}
+
+TEST_CASE("preparing a concurrent pool for compaction prepares every shard for its own live blocks", "[concurrent]") {
+  // The shards share one device: each asks it once for the room of its own live blocks and bytes.
+  class Recorder final : public vramkit_test::ForwardingDevice {
+   public:
+    std::vector<std::pair<std::size_t, std::uint64_t>> asked;
+    void reserve_moves(std::size_t moves, std::uint64_t bytes, bool) override { asked.emplace_back(moves, bytes); }
+  };
+  auto device = std::make_shared<Recorder>();
+  ConcurrentPool pool({.pool = {.capacity_bytes = 8_MiB}, .shards = 3}, device);
+  std::vector<Handle> handles;
+  for (std::size_t shard = 0; shard < 3; ++shard)
+    for (std::size_t i = 0; i <= shard; ++i) handles.push_back(pool.shard(shard).allocate(4_KiB * (shard + 1)));
+  pool.prepare_compaction();
+  REQUIRE(device->asked.size() == 3);
+  for (std::size_t shard = 0; shard < 3; ++shard) {
+    INFO("shard " << shard);
+    CHECK(device->asked[shard].first == shard + 1);
+    CHECK(device->asked[shard].second == (shard + 1) * (shard + 1) * 4_KiB);
+  }
+  for (Handle handle : handles) pool.free(handle);
 }

@@ -88,6 +88,16 @@ class StagingChecker final : public vramkit_test::ForwardingDevice {
     --outstanding;
     ::operator delete(memory);
   }
+  /// What reserve_moves was last asked for, and how often.
+  std::size_t reservations = 0, reserved_moves = 0;
+  std::uint64_t reserved_bytes = 0;
+  bool reserved_caller_stages = false;
+  void reserve_moves(std::size_t moves, std::uint64_t bytes, bool caller_stages) override {
+    ++reservations;
+    reserved_moves = moves;
+    reserved_bytes = bytes;
+    reserved_caller_stages = caller_stages;
+  }
   ExecutionResult execute_moves_as_written(gsl::span<const compactor::Move> room,
                                            gsl::span<const std::uint64_t> segment_bases, compactor::ChunkPlan& scratch,
                                            const MovesWritten& written, const std::function<void()>& meanwhile,
@@ -248,5 +258,40 @@ TEST_CASE("a compaction whose plan the team writes while the device runs it keep
       INFO("move_at " << faults.move_at << ", part_at " << faults.part_at << ", " << threads << " threads");
       CHECK(compact_through(faults, threads, seed) == reference);
     }
+  }
+}
+
+TEST_CASE("a pool prepared for compaction takes its staging and the device's room before the first compaction",
+          "[compaction][threads]") {
+  // Pool::prepare_compaction: the team that writes the slide stages its moves in the pool's own
+  // staging memory, taken now and used by the compaction (no second one); the device is asked for
+  // the room of the live blocks and their bytes, told whether the caller stages. One thread alone
+  // plans first, and the device stages: no staging memory is taken.
+  const std::uint64_t seed = std::random_device{}();
+  std::cout << "prepared pool: seed " << seed << "\n";
+  INFO("seed " << seed);
+  for (const unsigned threads : {4u, 1u}) {
+    INFO(threads << " threads");
+    auto device = std::make_shared<StagingChecker>(8192);
+    Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = threads}, device);
+    const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 60000, seed);
+    pool.prepare_compaction();
+    const bool writes = threads > 1;
+    CHECK(device->obtained == (writes ? 1u : 0u));
+    CHECK(device->reservations == 1);
+    CHECK(device->reserved_moves == kept.size());
+    CHECK(device->reserved_bytes == pool.statistics().used_bytes);
+    CHECK(device->reserved_caller_stages == writes);
+    CHECK(pool.statistics().compactions == 0);  // nothing moved
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
+    const CompactionReport report = pool.compact();
+    CHECK(report.written_while_moving == writes);
+    CHECK(device->staged == writes);
+    CHECK(device->obtained == (writes ? 1u : 0u));  // the staging that prepare_compaction took
+    CHECK(device->mismatches == 0);
+    CHECK(report.blocks_moved == kept.size());
+    CHECK(report.fragmentation_after == 0.0);
+    pool.check_invariants();
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(vramkit_test::holds_pattern(pool, kept[i], 2 * i + 1));
   }
 }

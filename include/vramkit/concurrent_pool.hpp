@@ -47,6 +47,8 @@ class ConcurrentPool {
 
   /// Compacts every shard; the report sums moves and takes the largest free block over shards.
   CompactionReport compact(const CompactOptions& options = {});
+  /// Pool::prepare_compaction on every shard.
+  void prepare_compaction();
   /// Sums over shards (largest free block: the largest of any shard; fragmentation then follows;
   /// peak used and peak reserved: sums of each shard's peak, an upper bound). A request that falls
   /// back to other shards counts once: a success if any shard served it.

@@ -150,6 +150,14 @@ class Device {
   /// is none; only for a device whose slide_chunk_bytes() is not 0 (the default throws).
   virtual void* obtain_staging(std::size_t bytes);
   virtual void release_staging(void* memory) noexcept;
+  /// Takes now what executing a slide of up to `moves` moves of `bytes` in all would take on its
+  /// first run (Pool::prepare_compaction): memory the device keeps for executions (the CUDA
+  /// device: the device memory that a slide's moves, chunks and flags go to, and, unless
+  /// `caller_stages` (the caller stages the moves itself: slide_chunk_bytes), the pinned memory
+  /// they are uploaded from) and anything it loads on first use (the CUDA device: its kernels).
+  /// A later execution that needs more still grows it. Throws device_error or std::bad_alloc when
+  /// it cannot be had; what the device held before is kept. The default does nothing.
+  virtual void reserve_moves(std::size_t moves, std::uint64_t bytes, bool caller_stages);
   /// Whether the device has work queued behind the part it is running: then a part given now
   /// would only wait, and the caller may hold back what is written and give it later, as one
   /// larger part (fewer launches, each with its own tail). Once it says no, it says no until the

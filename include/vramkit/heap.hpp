@@ -129,6 +129,9 @@ class Heap {
   /// nothing: the writer makes each block start where the one before it ends (check_invariants
   /// verifies that too). Unless adopted, what was written is left unused.
   void prepare_packed(std::size_t count);
+  /// prepare_packed's room, taken and written once now (Pool::prepare_compaction): the threads
+  /// that write the nodes later take no page faults. Throws as prepare_packed does.
+  void reserve_packed(std::size_t count);
   void write_packed(std::size_t index, std::uint64_t offset, std::uint64_t bytes, std::uint32_t tag) noexcept {
     const auto id = static_cast<BlockId>(index);
     packed_[index] = {offset, bytes, id == 0 ? no_block : id - 1, id + 1, no_block, no_block, tag, 0, false, true};

@@ -133,6 +133,16 @@ class Pool {
   /// Moves live blocks (DESIGN.md, "Relocation rules"). The pool keeps the host buffers of a
   /// compaction for the next one: about 130 bytes per live block, held from the first compaction on.
   CompactionReport compact(const CompactOptions& options = {});
+  /// Takes now what a full compaction of the blocks live now takes the first time, so that the
+  /// pool's first compact() costs about what later ones do: the compaction's host buffers, each
+  /// page written once (about 150 bytes a live block, which compact() would hold from then on
+  /// anyway), the compaction team's threads, and the device's staging and scratch memory (the
+  /// CUDA device: pinned staging and device memory for the moves and chunks, and its kernels
+  /// loaded). Call it once the pool holds a batch's buffers, before the first compact() between
+  /// batches; a compaction of more blocks still takes what more it needs. Moves nothing and
+  /// changes no buffer. Throws std::bad_alloc or device_error when memory cannot be had; what was
+  /// taken before is kept for the next compaction, and the pool is otherwise unchanged.
+  void prepare_compaction();
 
   PoolStatistics statistics() const;
   std::vector<BlockInfo> block_map() const;
@@ -191,6 +201,7 @@ class Pool {
   void layout_from_slide(gsl::span<const compactor::Move> moves);
   bool writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks) const;
   void write_slide(CompactionReport& report);
+  bool take_slide_staging(std::size_t moves);
   /// Starts the compaction team (compaction_threads) for a segment of `blocks` live blocks, unless
   /// there is one, it is not worth it, or threads cannot be had. Returns whether a team is there.
   bool start_team(std::size_t blocks);

@@ -57,6 +57,8 @@ void* Device::obtain_staging(std::size_t) {
 
 void Device::release_staging(void*) noexcept {}
 
+void Device::reserve_moves(std::size_t, std::uint64_t, bool) {}
+
 ExecutionResult Device::execute_moves_as_written(gsl::span<const compactor::Move> room,
                                                  gsl::span<const std::uint64_t> segment_bases,
                                                  compactor::ChunkPlan& scratch, const MovesWritten& written,

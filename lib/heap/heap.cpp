@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <stdexcept>
 
 #include <gsl/assert>
@@ -554,6 +555,16 @@ void Heap::prepare_packed(std::size_t count) {
   if (count >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
   packed_.reserve(2 * count + 1);
   packed_.resize(count + 1);  // writes nothing (DefaultInitAllocator): write_packed fills them
+}
+
+void Heap::reserve_packed(std::size_t count) {
+  if (count >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
+  const std::size_t room = 2 * count + 1;
+  packed_.reserve(room);
+  const std::size_t size = packed_.size();
+  packed_.resize(room);  // writes nothing (DefaultInitAllocator); the nodes past `size` hold nothing yet
+  std::memset(static_cast<void*>(packed_.data() + size), 0, (room - size) * sizeof(Node));
+  packed_.resize(size);
 }
 
 void Heap::adopt_packed(std::size_t count, std::uint64_t end) {

@@ -115,6 +115,10 @@ Pool& ConcurrentPool::owner(Handle handle) {
                                        shards_.size(), " shards of this concurrent pool"));
 }
 
+void ConcurrentPool::prepare_compaction() {
+  for (const auto& shard : shards_) shard->prepare_compaction();
+}
+
 CompactionReport ConcurrentPool::compact(const CompactOptions& options) {
   CompactionReport total;
   const PoolStatistics before = statistics();

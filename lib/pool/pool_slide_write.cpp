@@ -82,6 +82,24 @@ bool Pool::writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks
          team_->size() >= 2 && largest_segment_blocks >= PoolOptions::parallel_update_min_blocks;
 }
 
+// Staging memory (Device::obtain_staging) for a written slide of `moves` moves, with a quarter more
+// room, unless the pool holds enough; false when none is to be had (the device then stages the
+// moves itself).
+bool Pool::take_slide_staging(std::size_t moves) {
+  CompactionScratch& scratch = *compaction_scratch_;
+  if (scratch.staging_moves >= moves) return true;
+  const std::size_t room = moves + moves / 4;
+  try {
+    void* memory = device_->obtain_staging(room * sizeof(compactor::detail::SlideMove));
+    device_->release_staging(scratch.staging);
+    scratch.staging = static_cast<compactor::detail::SlideMove*>(memory);
+    scratch.staging_moves = room;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 // Plans, runs and applies the slide of every segment (compact_full has taken the room: the
 // layout's and the places' for each segment's live blocks, and the moves' for all of them). Once
 // the pieces are set out, the walk takes no host memory: it cannot fail. Host memory for the
@@ -135,17 +153,7 @@ void Pool::write_slide(CompactionReport& report) {
   for (std::size_t segment = 1; segment < segments_.size(); ++segment)
     ascending = ascending && segments_[segment - 1]->base < segments_[segment]->base;
   if (chunk_bytes != 0 && (!ascending || live_blocks + used_ / chunk_bytes >= compactor::no_wait)) chunk_bytes = 0;
-  if (chunk_bytes != 0 && scratch.staging_moves < live_blocks) {
-    const std::size_t room = live_blocks + live_blocks / 4;
-    try {
-      void* memory = device_->obtain_staging(room * sizeof(compactor::detail::SlideMove));
-      device_->release_staging(scratch.staging);
-      scratch.staging = static_cast<compactor::detail::SlideMove*>(memory);
-      scratch.staging_moves = room;
-    } catch (const std::exception&) {  // none to be had: the device stages the moves
-      chunk_bytes = 0;
-    }
-  }
+  if (chunk_bytes != 0 && !take_slide_staging(live_blocks)) chunk_bytes = 0;  // the device stages the moves
   compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
   scratch.slide_staged = staging != nullptr;
   scratch.slots_ahead = true;  // the walk writes the slots of the blocks that move

@@ -104,18 +104,25 @@ TEST_CASE("a compaction whose walk, plan and staging four threads share keeps ev
   // 24,000 kept blocks: above PoolOptions::parallel_update_min_blocks. Planned first, the team
   // walks and plans (Pool::plan_slide) and the CUDA device stages the 24,000 moves in parts with
   // it; by default the team's three other threads write the plan while the GPU runs each prefix
-  // written (Pool::write_slide, Device::execute_moves_as_written).
+  // written (Pool::write_slide, Device::execute_moves_as_written), also in a pool prepared first
+  // (Pool::prepare_compaction: the staging and the device's scratch taken before, the kernels loaded).
   const std::uint64_t seed = std::random_device{}();
   std::printf("shared walk on the GPU: seed %llu\n", static_cast<unsigned long long>(seed));
   INFO("seed " << seed);
-  for (const CompactionParts parts : {CompactionParts::never, CompactionParts::automatic}) {
-    INFO("parts " << (parts == CompactionParts::never ? "never" : "automatic"));
+  struct Way {
+    CompactionParts parts;
+    bool prepared;
+  };
+  for (const auto [parts, prepared] : {Way{CompactionParts::never, false}, Way{CompactionParts::automatic, false},
+                                       Way{CompactionParts::never, true}, Way{CompactionParts::automatic, true}}) {
+    INFO("parts " << (parts == CompactionParts::never ? "never" : "automatic") << (prepared ? ", prepared" : ""));
     std::mt19937_64 rng(seed);
     Pool pool({.capacity_bytes = 64_MiB, .compaction_parts = parts, .compaction_threads = 4}, make_cuda_device());
     std::vector<Handle> gaps, kept;
     for (int i = 0; i < 36000; ++i) (i % 3 == 0 ? gaps : kept).push_back(pool.allocate(256 * (1 + rng() % 4)));
     for (std::size_t i = 0; i < kept.size(); ++i) vramkit_test::write_pattern(pool, kept[i], i);
     for (Handle gap : gaps) pool.free(gap);
+    if (prepared) pool.prepare_compaction();
     const CompactionReport report = pool.compact();
     CHECK(report.plan_threads == 4);
     CHECK(report.written_while_moving == (parts != CompactionParts::never));

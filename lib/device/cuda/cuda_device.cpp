@@ -235,6 +235,23 @@ class CudaDevice final : public Device {
     if (memory != nullptr) cudaFreeHost(memory);
   }
 
+  // The room that queue_slide_moves takes over one execution's parts of such a slide: each part's
+  // moves, its chunks (at most a chunk a move plus one each warp_chunk_bytes: the warp form's,
+  // the smaller) and their flags and ticket, each aligned, for up to reserve_parts parts; and,
+  // unless the caller stages the moves, their pinned staging. Loads the kernels, which would
+  // otherwise load on their first launch.
+  void reserve_moves(std::size_t moves, std::uint64_t bytes, bool caller_stages) override {
+    constexpr std::size_t reserve_parts = 64;
+    std::lock_guard lock(mutex_);
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    check(cuda_detail::load_move_kernels(), "loading the move kernels");
+    if (moves == 0) return;
+    const std::uint64_t chunks = moves + bytes / cuda_detail::warp_chunk_bytes;
+    reserve(scratch_, moves * sizeof(SlideMove) + chunks * sizeof(cuda_detail::DeviceChunk) +
+                          (chunks + reserve_parts) * sizeof(unsigned) + 3 * 256 * reserve_parts);
+    if (!caller_stages) reserve(staging_, align(moves * sizeof(SlideMove)));
+  }
+
   // The same, for moves that the caller's threads write while the GPU moves those written before.
   // The last part, written when those threads are free, is staged with them, unless the caller
   // staged every part itself.
@@ -385,6 +402,18 @@ class CudaDevice final : public Device {
     void* taken = static_cast<char*>(buffer.data) + used;
     used += align(bytes);
     return taken;
+  }
+  // Replaces `buffer` with one of `bytes` unless it holds that many: between executions (the
+  // caller holds mutex_), when no queued work reads or writes it. Keeps it if none can be had.
+  void reserve(GrowingBuffer& buffer, std::size_t bytes) {
+    if (buffer.bytes >= bytes) return;
+    void* data = nullptr;
+    const cudaError_t error = buffer.host ? cudaMallocHost(&data, bytes) : cudaMalloc(&data, bytes);
+    if (error == cudaErrorMemoryAllocation) cudaGetLastError();  // not a sticky error: clear it
+    check(error, buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+    free_buffer(buffer);
+    buffer.data = data;
+    buffer.bytes = bytes;
   }
   // Frees the buffers that take() replaced; only once no queued work can touch them.
   void free_outgrown() noexcept {

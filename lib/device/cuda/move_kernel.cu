@@ -148,6 +148,14 @@ cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std
   return cudaGetLastError();
 }
 
+cudaError_t load_move_kernels() {
+  cudaFuncAttributes attributes{};
+  cudaError_t error = cudaFuncGetAttributes(&attributes, move_chunks);
+  if (error == cudaSuccess) error = cudaFuncGetAttributes(&attributes, move_chunks_by_warp);
+  if (error == cudaSuccess) error = cudaFuncGetAttributes(&attributes, derive_slide_chunks);
+  return error;
+}
+
 cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks) {
   return kernel == MoveKernel::block
              ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, move_chunks, move_threads, 0)

@@ -74,6 +74,9 @@ cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves
                                        std::uint32_t first_ticket, std::uint32_t total, std::uint32_t chunk_bytes,
                                        DeviceChunk* chunks, unsigned* flags, cudaStream_t stream);
 
+/// Loads the move and chunk kernels now (a kernel loads on its first use: CUDA's lazy loading).
+cudaError_t load_move_kernels();
+
 /// Blocks of launch_move_chunks that fit on one multiprocessor at once.
 cudaError_t move_blocks_per_multiprocessor(MoveKernel kernel, int* blocks);
 
