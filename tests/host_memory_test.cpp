@@ -238,6 +238,38 @@ TEST_CASE("a pool prepared for compaction takes its first compaction's host buff
   }
 }
 
+TEST_CASE("preparing for compaction without host memory fails with nothing changed and the pool still compacts",
+          "[compaction][host-memory]") {
+  // Each host allocation of prepare_compaction fails in turn: std::bad_alloc, every buffer intact,
+  // and the pool compacts after it (with what was taken kept, or taking the rest itself).
+  int failures = 0;
+  for (long long k = 0;; ++k) {
+    INFO("host allocation " << k << " of prepare_compaction fails");
+    Pool pool({.capacity_bytes = 32_MiB, .free_cache_bytes = 0, .compaction_threads = 4}, make_host_device());
+    const std::vector<Handle> kept = vramkit_test::keep_every_other(pool, 20000, 5);
+    const PoolStatistics before = pool.statistics();
+    bool failed = false;
+    allocations_until_failure = k;
+    try {
+      pool.prepare_compaction();
+    } catch (const std::bad_alloc&) {
+      failed = true;
+    }
+    allocations_until_failure = -1;
+    CHECK(pool.statistics().used_bytes == before.used_bytes);
+    CHECK(pool.statistics().compactions == 0);
+    pool.check_invariants();
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(holds_pattern(pool, kept[i], 2 * i + 1));
+    const CompactionReport report = pool.compact();
+    CHECK(report.blocks_moved == kept.size());
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(holds_pattern(pool, kept[i], 2 * i + 1));
+    if (!failed) break;
+    ++failures;
+  }
+  INFO("preparations that ran out of host memory: " << failures);
+  if (can_fail_host_allocations) CHECK(failures >= 8);
+}
+
 TEST_CASE("compactions that run out of host memory for good part way lose no byte and keep heaps and slots agreeing",
           "[compaction][host-memory]") {
   // Host memory that runs out stays out: every allocation from the k-th on fails, the error report
