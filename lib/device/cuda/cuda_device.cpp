@@ -239,13 +239,17 @@ class CudaDevice final : public Device {
   // moves, its chunks (at most a chunk a move plus one each warp_chunk_bytes: the warp form's,
   // the smaller) and their flags and ticket, each aligned, for up to reserve_parts parts; and,
   // unless the caller stages the moves, their pinned staging. Loads the kernels, which would
-  // otherwise load on their first launch.
+  // otherwise load on their first launch, and makes the events of the first reserve_parts parts.
   void reserve_moves(std::size_t moves, std::uint64_t bytes, bool caller_stages) override {
     constexpr std::size_t reserve_parts = 64;
     std::lock_guard lock(mutex_);
     check(cudaSetDevice(ordinal_), "cudaSetDevice");
     check(cuda_detail::load_move_kernels(), "loading the move kernels");
     if (moves == 0) return;
+    for (auto* events : {&prepared_events_, &moved_events_}) {
+      events->reserve(reserve_parts);
+      while (events->size() < reserve_parts) events->push_back(make_event());
+    }
     const std::uint64_t chunks = moves + bytes / cuda_detail::warp_chunk_bytes;
     reserve(scratch_, moves * sizeof(SlideMove) + chunks * sizeof(cuda_detail::DeviceChunk) +
                           (chunks + reserve_parts) * sizeof(unsigned) + 3 * 256 * reserve_parts);
