@@ -32,9 +32,9 @@ void fault_in(Vector& vector, std::size_t count) {
 }  // namespace
 
 // The buffers of the way compact_full would take now: with nothing pinned, an arena's or aligned
-// above the granularity, the slide (its moves, the heaps' nodes after it and, when the team
-// writes it, the pieces of the walk and the moves' staging); else the plan in parts (the layout,
-// the moves, the heaps' rebuild). Both: the places after the moves and the rebuild's ids.
+// above the granularity, the slide's moves and, when the team writes it (write_slide), the pieces
+// of the walk, the moves' staging and the heaps' nodes after it (else the nodes of a rebuild);
+// else the plan in parts (the layout, the moves). All: the places after the moves, a rebuild's ids.
 void Pool::prepare_compaction() {
   std::lock_guard lock(mutex_);
   if (!compaction_scratch_) compaction_scratch_ = std::make_unique<CompactionScratch>();
@@ -46,6 +46,7 @@ void Pool::prepare_compaction() {
   }
   if (start_team(largest)) team_->run([](unsigned) noexcept {});  // each thread has run once
   const bool slides = pinned_ == 0 && over_aligned_ == 0;
+  const bool written = slides && writes_slide(UINT64_MAX, largest);  // else the update rebuilds the heaps
   scratch.placements.resize(segments_.size());
   scratch.moved.reserve(segments_.size());
   scratch.touched.reserve(segments_.size());
@@ -53,7 +54,7 @@ void Pool::prepare_compaction() {
   for (std::size_t index = 0; index < segments_.size(); ++index) {
     Heap& heap = segments_[index]->heap;
     fault_in(scratch.placements[index], heap.allocated_blocks());
-    if (slides) heap.reserve_packed(heap.allocated_blocks());
+    if (written) heap.reserve_packed(heap.allocated_blocks());
     else heap.reserve_rebuild(heap.allocated_blocks());
   }
   fault_in(scratch.ids, largest);
@@ -68,7 +69,7 @@ void Pool::prepare_compaction() {
     fault_in(scratch.moves, live);
   }
   bool caller_stages = false;
-  if (slides && writes_slide(UINT64_MAX, largest)) {
+  if (written) {
     const std::size_t pieces = segments_.size() * team_->size() * CompactionScratch::pieces_per_thread;
     if (scratch.pieces.size() < pieces) scratch.pieces.resize(pieces);
     scratch.walk_starts.reserve(team_->size() * CompactionScratch::pieces_per_thread + 1);
