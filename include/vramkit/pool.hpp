@@ -201,6 +201,7 @@ class Pool {
   void layout_from_slide(gsl::span<const compactor::Move> moves);
   bool writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks) const;
   void write_slide(CompactionReport& report);
+  std::uint32_t slide_staging_chunk_bytes(std::size_t live_blocks) const;
   bool take_slide_staging(std::size_t moves);
   /// Starts the compaction team (compaction_threads) for a segment of `blocks` live blocks, unless
   /// there is one, it is not worth it, or threads cannot be had. Returns whether a team is there.

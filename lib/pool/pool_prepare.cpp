@@ -73,7 +73,7 @@ void Pool::prepare_compaction() {
     const std::size_t pieces = segments_.size() * team_->size() * CompactionScratch::pieces_per_thread;
     if (scratch.pieces.size() < pieces) scratch.pieces.resize(pieces);
     scratch.walk_starts.reserve(team_->size() * CompactionScratch::pieces_per_thread + 1);
-    caller_stages = device_->slide_chunk_bytes() != 0 && take_slide_staging(live);
+    caller_stages = slide_staging_chunk_bytes(live) != 0 && take_slide_staging(live);
   }
   // The chunk plan, for a device that executes one made on the host (the host device; the CUDA
   // device for moves that are not a slide): a chunk a move, and one each 8 KiB (the smallest

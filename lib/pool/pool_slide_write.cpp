@@ -82,6 +82,19 @@ bool Pool::writes_slide(std::uint64_t budget, std::size_t largest_segment_blocks
          team_->size() >= 2 && largest_segment_blocks >= PoolOptions::parallel_update_min_blocks;
 }
 
+// The chunk size of the moves that write_slide stages for the device as it writes them
+// (Device::slide_chunk_bytes), or 0: a device that stages them its own way, moves that would not
+// form one slide (the device's searches need the segments to ascend), or chunks that could pass
+// what a plan can number.
+std::uint32_t Pool::slide_staging_chunk_bytes(std::size_t live_blocks) const {
+  const std::uint32_t chunk_bytes = device_->slide_chunk_bytes();
+  bool ascending = true;
+  for (std::size_t segment = 1; segment < segments_.size(); ++segment)
+    ascending = ascending && segments_[segment - 1]->base < segments_[segment]->base;
+  if (chunk_bytes == 0 || !ascending || live_blocks + used_ / chunk_bytes >= compactor::no_wait) return 0;
+  return chunk_bytes;
+}
+
 // Staging memory (Device::obtain_staging) for a written slide of `moves` moves, with a quarter more
 // room, unless the pool holds enough; false when none is to be had (the device then stages the
 // moves itself).
@@ -145,14 +158,7 @@ void Pool::write_slide(CompactionReport& report) {
   Expects(moves.empty() && moves.capacity() >= live_blocks);
   moves.resize(live_blocks);  // the room for every move; writes nothing
 
-  // The moves staged for the device as they are written (Device::slide_chunk_bytes), unless they
-  // would not form one slide (the device's searches need the segments to ascend) or their chunks
-  // could pass what a plan can number, or no staging memory is to be had.
-  std::uint32_t chunk_bytes = device_->slide_chunk_bytes();
-  bool ascending = true;
-  for (std::size_t segment = 1; segment < segments_.size(); ++segment)
-    ascending = ascending && segments_[segment - 1]->base < segments_[segment]->base;
-  if (chunk_bytes != 0 && (!ascending || live_blocks + used_ / chunk_bytes >= compactor::no_wait)) chunk_bytes = 0;
+  std::uint32_t chunk_bytes = slide_staging_chunk_bytes(live_blocks);
   if (chunk_bytes != 0 && !take_slide_staging(live_blocks)) chunk_bytes = 0;  // the device stages the moves
   compactor::detail::SlideMove* const staging = chunk_bytes != 0 ? scratch.staging : nullptr;
   scratch.slide_staged = staging != nullptr;

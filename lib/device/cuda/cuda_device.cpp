@@ -235,7 +235,7 @@ class CudaDevice final : public Device {
     if (memory != nullptr) cudaFreeHost(memory);
   }
 
-  // The room that queue_slide_moves takes over one execution's parts of such a slide: each part's
+  // The room that queue_slide_moves takes over the parts of one slide's execution: each part's
   // moves, its chunks (at most a chunk a move plus one each warp_chunk_bytes: the warp form's,
   // the smaller) and their flags and ticket, each aligned, for up to reserve_parts parts; and,
   // unless the caller stages the moves, their pinned staging. Loads the kernels, which would
