@@ -253,7 +253,7 @@ class CudaDevice final : public Device {
     const std::uint64_t chunks = moves + bytes / cuda_detail::warp_chunk_bytes;
     reserve(scratch_, moves * sizeof(SlideMove) + chunks * sizeof(cuda_detail::DeviceChunk) +
                           (chunks + reserve_parts) * sizeof(unsigned) + 3 * 256 * reserve_parts);
-    if (!caller_stages) reserve(staging_, align(moves * sizeof(SlideMove)));
+    if (!caller_stages) reserve(staging_, moves * sizeof(SlideMove) + 256 * reserve_parts);
   }
 
   // The same, for moves that the caller's threads write while the GPU moves those written before.
