@@ -196,9 +196,9 @@ TEST_CASE("a pool prepared for compaction takes its first compaction's host buff
   // Pool::prepare_compaction takes what a pool's first full compaction would: the first
   // compaction of a prepared pool then takes about the host memory on the calling thread that the
   // next one does (the small buffers of every call: the device's report, its callbacks, a few more
-  // with each part the device is given), where an unprepared pool's first takes megabytes more. 20,000 kept blocks, walked by a team of 4 (the
-  // slide written while the device moves it), by one thread alone (planned first), and with a
-  // block pinned (planned in parts).
+  // with each part the device is given), where an unprepared pool's first takes megabytes more.
+  // 20,000 kept blocks, walked by a team of 4 (the slide written while the device moves it), by
+  // one thread alone (planned first), and with a block pinned (planned in parts).
   struct Case {
     unsigned threads;
     bool pin;

@@ -558,10 +558,8 @@ void Heap::prepare_packed(std::size_t count) {
 }
 
 void Heap::reserve_packed(std::size_t count) {
-  if (count >= no_block / 2) throw out_of_memory("heap rebuild: more blocks than block ids");
-  const std::size_t room = 2 * count + 1;
-  packed_.reserve(room);
-  const std::size_t size = packed_.size();
+  prepare_packed(count);
+  const std::size_t size = packed_.size(), room = packed_.capacity();
   packed_.resize(room);  // writes nothing (DefaultInitAllocator); the nodes past `size` hold nothing yet
   std::memset(static_cast<void*>(packed_.data() + size), 0, (room - size) * sizeof(Node));
   packed_.resize(size);

@@ -367,6 +367,12 @@ class CudaDevice final : public Device {
     bool host = false;
     void* data = nullptr;
     std::size_t bytes = 0;
+    cudaError_t allocate(void** into, std::size_t size) const {
+      return host ? cudaMallocHost(into, size) : cudaMalloc(into, size);
+    }
+    const char* allocation_name() const {
+      return host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)";
+    }
   };
 
   static void free_buffer(GrowingBuffer& buffer) noexcept {
@@ -387,17 +393,16 @@ class CudaDevice final : public Device {
       const std::size_t size = 2 * (used + bytes);
       outgrown_.reserve(outgrown_.size() + 1);  // the push_back below then cannot throw
       void* data = nullptr;
-      const auto allocate = [&] { return buffer.host ? cudaMallocHost(&data, size) : cudaMalloc(&data, size); };
       // VRAMKIT_CUDA_FAIL_BUFFER_GROWTH=k: a test hook that makes the k-th growth's first try fail.
-      cudaError_t error = ++growths_ == fail_growth_at_ ? cudaErrorMemoryAllocation : allocate();
+      cudaError_t error = ++growths_ == fail_growth_at_ ? cudaErrorMemoryAllocation : buffer.allocate(&data, size);
       if (error == cudaErrorMemoryAllocation) {
         cudaGetLastError();  // not a sticky error: clear it
         wait_queued();
         free_outgrown();
         free_buffer(buffer);
-        error = allocate();
+        error = buffer.allocate(&data, size);
       }
-      check(error, buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+      check(error, buffer.allocation_name());
       if (buffer.data != nullptr) outgrown_.push_back(buffer);
       buffer.data = data;
       buffer.bytes = size;
@@ -412,9 +417,9 @@ class CudaDevice final : public Device {
   void reserve(GrowingBuffer& buffer, std::size_t bytes) {
     if (buffer.bytes >= bytes) return;
     void* data = nullptr;
-    const cudaError_t error = buffer.host ? cudaMallocHost(&data, bytes) : cudaMalloc(&data, bytes);
+    const cudaError_t error = buffer.allocate(&data, bytes);
     if (error == cudaErrorMemoryAllocation) cudaGetLastError();  // not a sticky error: clear it
-    check(error, buffer.host ? "cudaMallocHost (compaction staging)" : "cudaMalloc (compaction scratch)");
+    check(error, buffer.allocation_name());
     free_buffer(buffer);
     buffer.data = data;
     buffer.bytes = bytes;
@@ -436,11 +441,7 @@ class CudaDevice final : public Device {
   // once its upload and chunks are ready, while the part before it may still be moving.
   void order_after_preparation(cudaStream_t preparation, Buffers& used) {
     if (preparation == stream_) return;
-    if (used.parts == prepared_events_.size()) {
-      cudaEvent_t event = nullptr;
-      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
-      prepared_events_.push_back(event);
-    }
+    if (used.parts == prepared_events_.size()) prepared_events_.push_back(make_event());
     const cudaEvent_t prepared = prepared_events_[used.parts++];
     check(cudaEventRecord(prepared, prep_stream_), "cudaEventRecord");
     check(cudaStreamWaitEvent(stream_, prepared, 0), "cudaStreamWaitEvent");
