@@ -6,6 +6,14 @@
 // Each case: kernel A (a full grid, each block busy for `busy` µs by %globaltimer), then kernel B
 // (the same); the gap is B's first block's start minus A's last block's exit. Medians of 31.
 // Build: nvcc -O3 -std=c++20 -arch=sm_90 bench/lab/overlap.cu -o overlap
+//
+// Run 78 (H100 80GB HBM3, driver 580.159.04; 1,048 blocks of 256 threads, medians of 31): plain
+// launches 2.05..2.30 µs between A's last exit and B's first start, the same with an event record
+// and wait between; PDL 1.02 µs, with or without them; PDL with a kernel on the preparation stream
+// between (as the CUDA device queues a part's chunk derivation) 2.56 µs. The library built with
+// it (VRAMKIT_PART_OVERLAP, `1e35250`): (b)'s next compaction 71% and 70% of the ceiling against
+// 70% and 70% without (medians of 5, one run each): within the noise, so it was taken out again.
+// The 8..10 µs between parts seen in runs 73 and 74 are not the launch's own latency.
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>

@@ -77,17 +77,9 @@ class CudaDevice final : public Device {
       else if (name != "auto")
         throw invalid_argument("VRAMKIT_MOVE_KERNEL is '" + name + "'; use 'auto', 'block' or 'warp'");
     }
-    bool overlap_wanted = false;
-    if (const char* choice = std::getenv("VRAMKIT_PART_OVERLAP")) {
-      const std::string name = choice;
-      if (name == "on") overlap_wanted = true;
-      else if (name != "off")
-        throw invalid_argument("VRAMKIT_PART_OVERLAP is '" + name + "'; use 'on' or 'off'");
-    }
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     cudaDeviceProp properties{};
     check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
-    overlap_parts_ = overlap_wanted && properties.major >= 9;
     name_ = detail::message(properties.name, " (CUDA device ", ordinal, ")");
     multiprocessors_ = properties.multiProcessorCount;
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
@@ -367,10 +359,6 @@ class CudaDevice final : public Device {
     std::size_t phases_launched = 0;  ///< Of the chunk plan queue_plan last queued.
     bool moving = false;      ///< A move kernel is queued on stream_.
     std::size_t moved = 0;    ///< Entries of moved_events_ recorded: one after each part's move.
-    /// Every move kernel queued so far is a slide's part, and none writes at or above this
-    /// address: a part reading and writing only above it may start as their blocks exit.
-    bool only_slides = true;
-    std::uint64_t written_end = 0;
   };
 
   // A buffer that grows when a part needs more than is left: pinned host memory (uploads read it)
@@ -559,11 +547,10 @@ class CudaDevice final : public Device {
   // refuses the k-th launch of this device as a launch refused for its configuration would be (an
   // error that is not sticky), launching nothing.
   cudaError_t launch_move(MoveKernel kernel, const cuda_detail::DeviceChunk* chunks, std::uint32_t begin,
-                          std::uint32_t end, unsigned* ticket, unsigned* read_flags, bool after_exit = false) {
+                          std::uint32_t end, unsigned* ticket, unsigned* read_flags) {
     if (begin < end && ++move_launches_ == fail_move_launch_at_) return cudaErrorLaunchOutOfResources;
     return cuda_detail::launch_move_chunks(kernel, chunks, begin, end, ticket, read_flags,
-                                           move_blocks_[static_cast<int>(kernel)], after_exit && overlap_parts_,
-                                           stream_);
+                                           move_blocks_[static_cast<int>(kernel)], stream_);
   }
 
   // queue_plan, but a launch failure after earlier phases were launched is a result (the moves
@@ -660,14 +647,9 @@ class CudaDevice final : public Device {
                                                   device_chunks, flags, preparation),
           "chunk kernel launch");
     order_after_preparation(preparation, used);
-    // The part may start as the blocks of the part before it exit, before that kernel completes,
-    // if it touches nothing any part before it writes: a slide's moves ascend, each moving down,
-    // so its least address is its first move's destination.
-    const bool after_exit = used.moving && used.only_slides && staged[0].destination >= used.written_end;
-    check(launch_move(kernel, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags, after_exit),
+    check(launch_move(kernel, device_chunks, 0, static_cast<std::uint32_t>(total), flags + total, flags),
           "move kernel launch");
     used.moving = true;
-    used.written_end = std::max(used.written_end, staged[count - 1].destination + staged[count - 1].bytes);
   }
 
   // Queues a chunk plan's phases, run by `kernel`, which must move every chunk of the plan whole
@@ -691,7 +673,6 @@ class CudaDevice final : public Device {
     const cudaStream_t preparation = preparation_stream(used);
     check(cudaMemcpyAsync(device_chunks, staged, upload_bytes, cudaMemcpyHostToDevice, preparation), "cudaMemcpyAsync");
     order_after_preparation(preparation, used);
-    used.only_slides = false;
     for (std::size_t phase = 0; phase < phases; ++phase) {
       check(launch_move(kernel, device_chunks, plan.phase_begin[phase], plan.phase_begin[phase + 1],
                         flags + count + phase, flags),
@@ -706,9 +687,6 @@ class CudaDevice final : public Device {
   int multiprocessors_ = 0;
   /// VRAMKIT_MOVE_KERNEL=block|warp forces a kernel; unset or auto: kernel_for chooses.
   std::optional<MoveKernel> forced_kernel_;
-  /// A slide's parts start as the blocks of the part before them exit (a programmatic dependent
-  /// launch), on devices of compute capability 9.0 and later, when VRAMKIT_PART_OVERLAP=on.
-  bool overlap_parts_ = false;
   unsigned move_blocks_[2] = {0, 0};        ///< Grid of each kernel, indexed by MoveKernel.
   std::uint64_t move_launches_ = 0;         ///< Move-kernel launches so far (launch_move).
   std::uint64_t fail_move_launch_at_ = 0;   ///< VRAMKIT_CUDA_FAIL_MOVE_LAUNCH; 0: none.

@@ -133,42 +133,19 @@ cudaError_t launch_derive_slide_chunks(const compactor::detail::SlideMove* moves
   return cudaGetLastError();
 }
 
-namespace {
-// Launches `kernel` on `blocks` blocks of `threads`, as a programmatic dependent launch when asked.
-template <class Kernel>
-cudaError_t launch(Kernel kernel, unsigned blocks, unsigned threads, bool after_exit, cudaStream_t stream,
-                   const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end, unsigned* ticket,
-                   unsigned* read_flags) {
-  if (!after_exit) {
-    kernel<<<blocks, threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
-    return cudaGetLastError();
-  }
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(threads);
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, chunks, begin, end, ticket, read_flags);
-}
-}  // namespace
-
 cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
-                               unsigned* ticket, unsigned* read_flags, unsigned blocks, bool after_exit,
-                               cudaStream_t stream) {
+                               unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream) {
   if (begin >= end) return cudaSuccess;
   if (kernel == MoveKernel::block) {
     if (blocks > end - begin) blocks = end - begin;
-    return launch(move_chunks, blocks, move_threads, after_exit, stream, chunks, begin, end, ticket, read_flags);
+    move_chunks<<<blocks, move_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
+  } else {
+    const std::uint32_t warps_needed = end - begin;
+    const unsigned per_block = warp_kernel_threads / 32;
+    if (blocks > (warps_needed + per_block - 1) / per_block) blocks = (warps_needed + per_block - 1) / per_block;
+    move_chunks_by_warp<<<blocks, warp_kernel_threads, 0, stream>>>(chunks, begin, end, ticket, read_flags);
   }
-  const std::uint32_t warps_needed = end - begin;
-  const unsigned per_block = warp_kernel_threads / 32;
-  if (blocks > (warps_needed + per_block - 1) / per_block) blocks = (warps_needed + per_block - 1) / per_block;
-  return launch(move_chunks_by_warp, blocks, warp_kernel_threads, after_exit, stream, chunks, begin, end, ticket,
-                read_flags);
+  return cudaGetLastError();
 }
 
 cudaError_t load_move_kernels() {

@@ -62,14 +62,8 @@ static_assert(kernel_for_chunks(16, MoveKernel::block) == MoveKernel::block);
 /// Runs chunks [begin, end) in one launch (each at most chunk_limit(kernel) bytes). read_flags has
 /// one zeroed word per chunk of the plan; ticket is a zeroed counter for this launch. blocks: a
 /// grid that fits on the device at once (move_blocks_per_multiprocessor x multiprocessors).
-/// after_exit: a programmatic dependent launch (compute capability 9.0 and later): the launch's
-/// blocks may start as soon as every block of the kernel queued before it on `stream` has exited,
-/// before that kernel completes and its writes are made visible. Only for moves that read and
-/// write nothing that kernel writes (CudaDevice::queue_slide_moves checks it); the move kernels
-/// never trigger their dependents early, so every read and write of that kernel has been made.
 cudaError_t launch_move_chunks(MoveKernel kernel, const DeviceChunk* chunks, std::uint32_t begin, std::uint32_t end,
-                               unsigned* ticket, unsigned* read_flags, unsigned blocks, bool after_exit,
-                               cudaStream_t stream);
+                               unsigned* ticket, unsigned* read_flags, unsigned blocks, cudaStream_t stream);
 
 /// Writes the `total` chunks of a slide given as its moves (compactor/slide_math.hpp), one thread a
 /// chunk: the chunk plan made on the device. The moves' first_chunk count from first_ticket (a part
