@@ -10,6 +10,8 @@
 // work between batches does): with the virtual device, it times the host side as it runs there.
 // Usage: vramkit_compaction_bench [--device host|cuda|virtual|auto] [--scale F] [--repeats N] [--cold] [--json FILE]
 //        [--layout a|b|c]   (one layout only; all three by default)
+//        [--ways LIST]      (some of the ways of compacting, by name, comma-separated: default, parts,
+//                            planned, one-thread, prepared; all five by default)
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,6 +99,9 @@ std::array<Result, 2> run_pool(const std::shared_ptr<Device>& device, const Layo
   return results;
 }
 
+// The ways of compacting that main runs, as --ways names them, in its order.
+constexpr const char* way_names[] = {"default", "parts", "planned", "one-thread", "prepared"};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +109,7 @@ int main(int argc, char** argv) {
   double scale = 1.0;
   int repeats = 3;
   char only = 0;  // --layout: 'a', 'b' or 'c'
+  std::string ways_wanted = "default,parts,planned,one-thread,prepared";  // --ways
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device_name = argv[++i];
     else if (!std::strcmp(argv[i], "--scale") && i + 1 < argc) scale = std::atof(argv[++i]);
@@ -112,13 +119,26 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--layout") && i + 1 < argc && std::strchr("abc", argv[i + 1][0]) &&
              argv[i + 1][0] != 0 && argv[i + 1][1] == 0)
       only = argv[++i][0];
+    else if (!std::strcmp(argv[i], "--ways") && i + 1 < argc) ways_wanted = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: %s [--device host|cuda|virtual|auto] [--scale F] [--repeats N] [--cold] [--json FILE] "
-                   "[--layout a|b|c]\n",
+                   "[--layout a|b|c] [--ways default,parts,planned,one-thread,prepared]\n",
                    argv[0]);
       return 2;
     }
+  }
+  bool wanted[std::size(way_names)] = {};  // --ways: the ways to run (a GPU machine's minutes are few)
+  for (std::size_t at = 0; at <= ways_wanted.size();) {
+    const std::size_t comma = std::min(ways_wanted.find(',', at), ways_wanted.size());
+    const std::string way = ways_wanted.substr(at, comma - at);
+    const auto found = std::find(std::begin(way_names), std::end(way_names), way);
+    if (found == std::end(way_names)) {
+      std::fprintf(stderr, "--ways: '%s' is not one of default, parts, planned, one-thread, prepared\n", way.c_str());
+      return 2;
+    }
+    wanted[found - std::begin(way_names)] = true;
+    at = comma + 1;
   }
   auto device = device_name == "virtual" ? make_virtual_device()
                                          : make_device(device_name == "host"   ? DeviceChoice::host
@@ -141,7 +161,7 @@ int main(int argc, char** argv) {
     // baseline of the threads' share), then the default in a pool prepared before its first
     // compaction, interleaved run by run, each repeat starting with the next one, so that no way
     // always runs first (docs/benchmarks.md: two ways that plan alike differed by 20% on layout (b)).
-    constexpr int ways = 5;
+    constexpr int ways = std::size(way_names);
     constexpr CompactionParts modes[ways] = {CompactionParts::automatic, CompactionParts::always,
                                              CompactionParts::never, CompactionParts::automatic,
                                              CompactionParts::automatic};
@@ -162,19 +182,21 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeats; ++r)
       for (int step = 0; step < ways; ++step) {
         const int mode = (r + step) % ways;
+        if (!wanted[mode]) continue;
         const std::array<Result, 2> pair = run_pool(device, layout, modes[mode], mode_threads[mode], mode_prepared[mode]);
         for (int again = 0; again < 2; ++again) runs[mode][again].push_back(pair[again]);
       }
     double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;
     for (int row = 0; row < 2 * ways; ++row) {
       const int mode = row / 2, again = row % 2;
+      if (!wanted[mode]) continue;
       std::vector<Result>& results = runs[mode][again];
       std::sort(results.begin(), results.end(), [](const Result& a, const Result& b) { return a.seconds < b.seconds; });
       const Result& median = results[results.size() / 2];
       bool verified = true;
       for (const Result& run : results) verified &= run.verified;
       const double pool_gbs = 2.0 * median.bytes_moved / median.seconds / 1e9;
-      if (cuda && row == 0) {
+      if (cuda && std::isnan(ceiling_gbs)) {  // at the first way run
         std::vector<vramkit_bench::CopyRun> copies;
         std::uint64_t source = 0, destination = 0;
         for (std::size_t i = 0; i < layout.keep.size(); ++i) {
@@ -191,6 +213,8 @@ int main(int argc, char** argv) {
         batch_gbs = 2.0 * destination / vramkit_bench::memcpy_batch_seconds(copies, source, 3) / 1e9;
       }
       const char* verdict = device->kind() == DeviceKind::virtual_memory ? "n/a" : verified ? "yes" : "NO";
+      if (!wanted[0] && !again && std::find(wanted, wanted + mode, true) == wanted + mode)
+        std::printf("%s\n", layout.name.c_str());  // the first row names the layout
       const std::string name = again ? "    again, in the same pool" : mode == 0 ? layout.name : mode_names[mode];
       std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", name.c_str(),
                   format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
