@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   double scale = 1.0;
   int repeats = 3;
   char only = 0;  // --layout: 'a', 'b' or 'c'
-  std::string ways_wanted = "default,parts,planned,one-thread,prepared";  // --ways
+  const char* ways_wanted = nullptr;  // --ways; all of them when not given
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device_name = argv[++i];
     else if (!std::strcmp(argv[i], "--scale") && i + 1 < argc) scale = std::atof(argv[++i]);
@@ -128,17 +128,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  bool wanted[std::size(way_names)] = {};  // --ways: the ways to run (a GPU machine's minutes are few)
-  for (std::size_t at = 0; at <= ways_wanted.size();) {
-    const std::size_t comma = std::min(ways_wanted.find(',', at), ways_wanted.size());
-    const std::string way = ways_wanted.substr(at, comma - at);
+  bool wanted[std::size(way_names)];  // --ways: the ways to run (a GPU machine's minutes are few)
+  std::fill(std::begin(wanted), std::end(wanted), ways_wanted == nullptr);
+  for (std::string list = ways_wanted != nullptr ? ways_wanted : ""; ways_wanted != nullptr;) {
+    const std::string way = list.substr(0, list.find(','));
     const auto found = std::find(std::begin(way_names), std::end(way_names), way);
     if (found == std::end(way_names)) {
-      std::fprintf(stderr, "--ways: '%s' is not one of default, parts, planned, one-thread, prepared\n", way.c_str());
+      std::string known;
+      for (const char* name : way_names) known += std::string(known.empty() ? "" : ", ") + name;
+      std::fprintf(stderr, "--ways: '%s' is not one of %s\n", way.c_str(), known.c_str());
       return 2;
     }
     wanted[found - std::begin(way_names)] = true;
-    at = comma + 1;
+    if (way.size() == list.size()) break;
+    list.erase(0, way.size() + 1);
   }
   auto device = device_name == "virtual" ? make_virtual_device()
                                          : make_device(device_name == "host"   ? DeviceChoice::host
