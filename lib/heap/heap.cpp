@@ -558,10 +558,13 @@ void Heap::prepare_packed(std::size_t count) {
 }
 
 void Heap::reserve_packed(std::size_t count) {
+  // The nodes held before were written (a compaction's, or copied into a larger buffer): their pages
+  // are in. Every node after them, those that prepare_packed sized included, is written once here.
+  const std::size_t written = packed_.size();
   prepare_packed(count);
   const std::size_t size = packed_.size(), room = packed_.capacity();
-  packed_.resize(room);  // writes nothing (DefaultInitAllocator); the nodes past `size` hold nothing yet
-  std::memset(static_cast<void*>(packed_.data() + size), 0, (room - size) * sizeof(Node));
+  packed_.resize(room);  // writes nothing (DefaultInitAllocator); write_packed fills the nodes later
+  std::memset(static_cast<void*>(packed_.data() + written), 0, (room - written) * sizeof(Node));
   packed_.resize(size);
 }
 
