@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -130,18 +131,22 @@ int main(int argc, char** argv) {
   }
   bool wanted[std::size(way_names)];  // --ways: the ways to run (a GPU machine's minutes are few)
   std::fill(std::begin(wanted), std::end(wanted), ways_wanted == nullptr);
-  for (std::string list = ways_wanted != nullptr ? ways_wanted : ""; ways_wanted != nullptr;) {
-    const std::string way = list.substr(0, list.find(','));
-    const auto found = std::find(std::begin(way_names), std::end(way_names), way);
-    if (found == std::end(way_names)) {
-      std::string known;
-      for (const char* name : way_names) known += std::string(known.empty() ? "" : ", ") + name;
-      std::fprintf(stderr, "--ways: '%s' is not one of %s\n", way.c_str(), known.c_str());
+  if (ways_wanted != nullptr) {
+    std::istringstream list(ways_wanted);
+    for (std::string way; std::getline(list, way, ',');) {
+      const auto found = std::find(std::begin(way_names), std::end(way_names), way);
+      if (found == std::end(way_names)) {
+        std::string known;
+        for (const char* name : way_names) known += std::string(known.empty() ? "" : ", ") + name;
+        std::fprintf(stderr, "--ways: '%s' is not one of %s\n", way.c_str(), known.c_str());
+        return 2;
+      }
+      wanted[found - std::begin(way_names)] = true;
+    }
+    if (std::find(std::begin(wanted), std::end(wanted), true) == std::end(wanted)) {
+      std::fprintf(stderr, "--ways: '%s' names no way\n", ways_wanted);
       return 2;
     }
-    wanted[found - std::begin(way_names)] = true;
-    if (way.size() == list.size()) break;
-    list.erase(0, way.size() + 1);
   }
   auto device = device_name == "virtual" ? make_virtual_device()
                                          : make_device(device_name == "host"   ? DeviceChoice::host
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
         for (int again = 0; again < 2; ++again) runs[mode][again].push_back(pair[again]);
       }
     double ceiling_gbs = NAN, loop_gbs = NAN, batch_gbs = NAN;
+    bool named = false;  // a row has named the layout
     for (int row = 0; row < 2 * ways; ++row) {
       const int mode = row / 2, again = row % 2;
       if (!wanted[mode]) continue;
@@ -216,8 +222,8 @@ int main(int argc, char** argv) {
         batch_gbs = 2.0 * destination / vramkit_bench::memcpy_batch_seconds(copies, source, 3) / 1e9;
       }
       const char* verdict = device->kind() == DeviceKind::virtual_memory ? "n/a" : verified ? "yes" : "NO";
-      if (!wanted[0] && !again && std::find(wanted, wanted + mode, true) == wanted + mode)
-        std::printf("%s\n", layout.name.c_str());  // the first row names the layout
+      if (!named && mode != 0) std::printf("%s\n", layout.name.c_str());  // the first row names the layout
+      named = true;
       const std::string name = again ? "    again, in the same pool" : mode == 0 ? layout.name : mode_names[mode];
       std::printf("%-42s %9s %9.3f %10.1f %9.1f %9.1f %9.1f %8s\n", name.c_str(),
                   format_bytes(median.bytes_moved).c_str(), median.seconds * 1e3, pool_gbs, ceiling_gbs, loop_gbs,
